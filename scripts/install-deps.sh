@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every package uroce needs to build, test and run its demo, by Debian 12 package name.
+# Idempotent: packages already present are left alone. Run as root (CI and `README` commands do).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev llvm
+  # datapath and provider
+  dpdk dpdk-dev libdpdk-dev libibverbs-dev ibverbs-utils ibverbs-providers rdma-core perftest
+  liburing-dev libboost-dev libisal-dev libnuma-dev libpcap-dev zlib1g-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev googletest libbenchmark-dev tshark iproute2 iperf3 sockperf valgrind
+  python3 gnuplot-nox procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) != 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo $0)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer once, non-interactively.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

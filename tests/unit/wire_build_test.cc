@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/support/frames.h"
+#include "transport/wire/packet.h"
+
+namespace uroce::wire {
+namespace {
+
+using test::make_frame;
+using test::sample_headers;
+using test::sample_payload;
+
+bool same_headers(const PacketHeaders& a, const PacketHeaders& b) {
+  const uint32_t m = op_info(a.bth.opcode).mask;
+  bool same = a.eth.dst == b.eth.dst && a.eth.src == b.eth.src && a.eth.vlan == b.eth.vlan &&
+              a.ip.ipv6 == b.ip.ipv6 && a.ip.src == b.ip.src && a.ip.dst == b.ip.dst &&
+              a.ip.tclass == b.ip.tclass && a.ip.ttl == b.ip.ttl && a.udp_sport == b.udp_sport &&
+              std::memcmp(&a.bth, &b.bth, sizeof(a.bth)) == 0;
+  if (a.eth.vlan) same &= a.eth.pcp == b.eth.pcp && a.eth.vid == b.eth.vid;
+  if (a.ip.ipv6) same &= a.ip.flow_label == b.ip.flow_label;
+  if (m & kHasReth) same &= std::memcmp(&a.reth, &b.reth, sizeof(a.reth)) == 0;
+  if (m & kHasAeth) same &= a.aeth.syndrome == b.aeth.syndrome && a.aeth.msn == b.aeth.msn;
+  if (m & kHasAtomicEth) same &= std::memcmp(&a.atomic, &b.atomic, sizeof(a.atomic)) == 0;
+  if (m & kHasAtomicAckEth) same &= a.atomic_ack_orig == b.atomic_ack_orig;
+  if (m & kHasImmDt) same &= a.imm_be == b.imm_be;
+  if (m & kHasIeth) same &= a.ieth_rkey == b.ieth_rkey;
+  if (m & kHasDeth) same &= a.deth.qkey == b.deth.qkey && a.deth.src_qp == b.deth.src_qp;
+  return same;
+}
+
+TEST(FrameBuilder, EveryOpcodeRoundTripsThroughTheParser) {
+  for (uint8_t o : test::all_opcodes()) {
+    for (bool ipv6 : {false, true}) {
+      for (bool vlan : {false, true}) {
+        for (size_t len : {0, 1, 2, 3, 4, 255, 1024}) {
+          const PacketHeaders h = sample_headers(o, ipv6, vlan);
+          const auto payload = sample_payload(o, len);
+          const auto f = make_frame(h, payload);
+          ParsedPacket pkt;
+          ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone) << op_name(o) << " len " << len;
+          EXPECT_EQ(pkt.payload_len, payload.size());
+          EXPECT_EQ(pkt.pad, (4 - payload.size() % 4) % 4);
+          EXPECT_EQ(std::memcmp(pkt.payload(), payload.data(), payload.size()), 0);
+          EXPECT_TRUE(same_headers(decode_headers(pkt), h)) << op_name(o);
+          EXPECT_EQ(pkt.ecn(), Ecn::kEct0);
+        }
+      }
+    }
+  }
+}
+
+TEST(FrameBuilder, PayloadInPiecesGivesTheSameFrameAsContiguous) {
+  const PacketHeaders h = sample_headers(op::kRcWriteMiddle, true, false);
+  const auto payload = sample_payload(op::kRcWriteMiddle, 4093);
+  const auto expected = make_frame(h, payload);
+
+  std::vector<uint8_t> hdrs(headers_len(h));
+  ASSERT_EQ(build_headers(h, static_cast<uint32_t>(payload.size()), hdrs.data()), hdrs.size());
+  const ConstBytes pieces[3] = {
+      {payload.data(), 1000}, {payload.data() + 1000, 3000}, {payload.data() + 4000, 93}};
+  uint8_t trailer[8];
+  build_trailer(hdrs.data(), hdrs.size(), pieces, trailer);
+
+  std::vector<uint8_t> joined = hdrs;
+  joined.insert(joined.end(), payload.begin(), payload.end());
+  joined.insert(joined.end(), trailer, trailer + trailer_len(payload.size()));
+  EXPECT_EQ(joined, expected);
+}
+
+TEST(FrameBuilder, UdRecvGrhCarriesTheIpHeader) {
+  for (bool ipv6 : {false, true}) {
+    const PacketHeaders h = sample_headers(op::kUdSendOnly, ipv6, false);
+    const auto f = make_frame(h, sample_payload(op::kUdSendOnly, 16));
+    ParsedPacket pkt;
+    ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone);
+    uint8_t grh[40];
+    write_recv_grh(pkt, grh);
+    if (ipv6) {
+      EXPECT_EQ(ipv6_version(*reinterpret_cast<const Grh*>(grh)), 6);
+      EXPECT_EQ(std::memcmp(reinterpret_cast<const Grh*>(grh)->src, h.ip.src.data(), 16), 0);
+    } else {
+      for (int i = 0; i < 20; ++i) EXPECT_EQ(grh[i], 0);
+      EXPECT_EQ(grh[20], 0x45);
+      EXPECT_EQ(reinterpret_cast<const Ipv4Hdr*>(grh + 20)->src.get(), 0x7F000001u);
+    }
+  }
+}
+
+TEST(FrameBuilder, CnpMatchesTheAnnexA17Format) {
+  const PacketHeaders h = sample_headers(op::kCnp, false, false);
+  const auto f = make_frame(h, {});
+  // Eth 14 + IPv4 20 + UDP 8 + BTH 12 + 16 reserved + ICRC 4.
+  ASSERT_EQ(f.size(), 74u);
+  const uint8_t* bth = f.data() + 42;
+  EXPECT_EQ(bth[0], 0x81);
+  EXPECT_EQ(bth[2], 0xFF);
+  EXPECT_EQ(bth[3], 0xFF);
+  EXPECT_EQ(bth[4], 0x40);                   // BECN
+  EXPECT_EQ(bth[9] | bth[10] | bth[11], 0);  // PSN 0
+  for (int i = 12; i < 28; ++i) EXPECT_EQ(bth[i], 0) << i;
+}
+
+}  // namespace
+}  // namespace uroce::wire

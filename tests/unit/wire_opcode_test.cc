@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include "tests/support/frames.h"
+#include "transport/wire/opcode.h"
+
+namespace uroce::wire {
+namespace {
+
+TEST(OpcodeTable, HasExactlyTheRcUcUdAndCnpOpcodes) {
+  EXPECT_EQ(test::all_opcodes().size(), 23u + 12u + 2u + 1u);
+  for (uint8_t o : test::all_opcodes()) {
+    const uint32_t m = op_info(o).mask;
+    EXPECT_EQ(__builtin_popcount(m & (kRc | kUc | kUd | kIsCnp)), 1) << op_name(o);
+    if (!(m & kIsCnp)) {
+      EXPECT_EQ(__builtin_popcount(m & (kFirst | kMiddle | kLast | kOnly)), 1) << op_name(o);
+      EXPECT_EQ(__builtin_popcount(m & (kIsRequest | kIsResponse)), 1) << op_name(o);
+    }
+  }
+}
+
+TEST(OpcodeTable, HeaderLengthsMatchIbaTable) {
+  // BTH 12, RETH 16, AETH 4, AtomicETH 28, AtomicAckETH 8, ImmDt 4, IETH 4, DETH 8 (IBA 9.2-9.3).
+  EXPECT_EQ(op_info(op::kRcSendFirst).hdr_len, 12);
+  EXPECT_EQ(op_info(op::kRcSendLastImm).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kRcWriteFirst).hdr_len, 28);
+  EXPECT_EQ(op_info(op::kRcWriteLastImm).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kRcReadRequest).hdr_len, 28);
+  EXPECT_EQ(op_info(op::kRcReadRespMiddle).hdr_len, 12);
+  EXPECT_EQ(op_info(op::kRcReadRespLast).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kRcAck).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kRcAtomicAck).hdr_len, 24);
+  EXPECT_EQ(op_info(op::kRcFetchAdd).hdr_len, 40);
+  EXPECT_EQ(op_info(op::kRcSendOnlyInv).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kUcWriteOnlyImm).hdr_len, 32);
+  EXPECT_EQ(op_info(op::kUdSendOnly).hdr_len, 20);
+  EXPECT_EQ(op_info(op::kUdSendOnlyImm).hdr_len, 24);
+  EXPECT_EQ(op_info(op::kCnp).hdr_len, 28);
+}
+
+TEST(OpcodeTable, ExtensionHeadersFollowWireOrder) {
+  const OpInfo& w = op_info(op::kRcWriteOnlyImm);
+  EXPECT_EQ(w.reth, 12);
+  EXPECT_EQ(w.immdt, 28);
+  const OpInfo& a = op_info(op::kRcAtomicAck);
+  EXPECT_EQ(a.aeth, 12);
+  EXPECT_EQ(a.atomic_ack_eth, 16);
+  const OpInfo& u = op_info(op::kUdSendOnlyImm);
+  EXPECT_EQ(u.deth, 12);
+  EXPECT_EQ(u.immdt, 20);
+}
+
+TEST(OpcodeTable, ReceiveCompletionRules) {
+  // Messages that consume a receive WQE: SEND (all forms) and WRITE with immediate.
+  EXPECT_TRUE(op_has(op::kRcSendOnly, kConsumesRecvWqe));
+  EXPECT_TRUE(op_has(op::kUcWriteLastImm, kConsumesRecvWqe));
+  EXPECT_FALSE(op_has(op::kRcWriteOnly, kConsumesRecvWqe));
+  EXPECT_FALSE(op_has(op::kRcSendFirst, kConsumesRecvWqe));
+  EXPECT_FALSE(op_has(op::kRcReadRequest, kHasPayload));
+  EXPECT_STREQ(op_name(op::kRcCmpSwap), "RC_CMP_SWAP");
+  EXPECT_STREQ(op_name(0x15), "UNKNOWN");
+}
+
+}  // namespace
+}  // namespace uroce::wire

@@ -1,0 +1,69 @@
+#include "transport/wire/icrc.h"
+
+#include <isa-l/crc.h>
+
+#include <cstring>
+
+#include "transport/wire/headers.h"
+
+namespace uroce::wire {
+
+uint32_t crc32_update(uint32_t crc, ConstBytes data) {
+  // ISA-L's crc32_gzip_refl is the reflected IEEE CRC-32 with zlib's init/xorout convention; it folds with
+  // PCLMULQDQ where the CPU has it.
+  return crc32_gzip_refl(crc, data.data(), data.size());
+}
+
+namespace {
+
+constexpr size_t kLrhStandIn = 8;
+constexpr size_t kMaxMaskedLen = kLrhStandIn + sizeof(Ipv6Hdr) + sizeof(UdpHdr) + sizeof(Bth);
+
+// Copies the invariant prefix (LRH stand-in, IP, UDP, BTH) with variant fields masked; returns its length.
+size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
+  std::memset(out, 0xFF, kLrhStandIn);
+  uint8_t* p = out + kLrhStandIn;
+  size_t ip_len;
+  if ((ip[0] >> 4) == 6) {
+    ip_len = sizeof(Ipv6Hdr);
+    std::memcpy(p, ip, ip_len);
+    auto* h = reinterpret_cast<Ipv6Hdr*>(p);
+    h->ver_tc_flow.set(h->ver_tc_flow.get() | 0x0FFFFFFF);  // traffic class and flow label
+    h->hop_limit = 0xFF;
+  } else {
+    ip_len = sizeof(Ipv4Hdr);
+    std::memcpy(p, ip, ip_len);
+    auto* h = reinterpret_cast<Ipv4Hdr*>(p);
+    h->tos = 0xFF;
+    h->ttl = 0xFF;
+    h->csum.set(0xFFFF);
+  }
+  p += ip_len;
+  std::memcpy(p, ip + ip_len, sizeof(UdpHdr) + sizeof(Bth));
+  reinterpret_cast<UdpHdr*>(p)->csum.set(0xFFFF);
+  reinterpret_cast<Bth*>(p + sizeof(UdpHdr))->resv8a = 0xFF;
+  p += sizeof(UdpHdr) + sizeof(Bth);
+  return static_cast<size_t>(p - out);
+}
+
+}  // namespace
+
+uint32_t icrc_begin(const uint8_t* ip) {
+  uint8_t prefix[kMaxMaskedLen];
+  return crc32_update(0, ConstBytes(prefix, masked_prefix(ip, prefix)));
+}
+
+uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest) {
+  uint32_t crc = icrc_begin(ip);
+  for (ConstBytes piece : rest) crc = crc32_update(crc, piece);
+  return crc;
+}
+
+uint32_t icrc_roce_v2_contiguous(const uint8_t* ip, const uint8_t* end) {
+  const size_t ip_len = (ip[0] >> 4) == 6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+  const uint8_t* after_bth = ip + ip_len + sizeof(UdpHdr) + sizeof(Bth);
+  const ConstBytes rest[1] = {ConstBytes(after_bth, static_cast<size_t>(end - after_bth))};
+  return icrc_roce_v2(ip, rest);
+}
+
+}  // namespace uroce::wire
