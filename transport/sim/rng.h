@@ -1,0 +1,42 @@
+// Deterministic random numbers for the simulator. One seed fixes a whole run: SimNetwork derives an
+// independent stream per link (and one for nodes) from it, so extra traffic on one link does not change
+// the loss pattern of another, and a failing test reproduces from the seed it prints.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+namespace uroce::sim {
+
+// SplitMix64 finaliser: turns (seed, stream index) into distinct, well-mixed generator seeds.
+constexpr uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Draws are computed here instead of with std::*_distribution, whose output is library-specific: a seed
+// gives the same run with libstdc++ and libc++.
+class SimRng {
+ public:
+  explicit SimRng(uint64_t seed) : gen_(seed) {}
+
+  uint64_t next() { return gen_(); }
+
+  // Uniform in [0, 1).
+  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
+
+  // True with probability p. Draws nothing when p <= 0 or p >= 1, so a disabled impairment costs nothing.
+  bool chance(double p) { return p > 0 && (p >= 1 || uniform() < p); }
+
+  // Uniform in [0, n) for n > 0 (multiply-shift; bias below n / 2^64).
+  uint64_t below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(gen_()) * n) >> 64);
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+}  // namespace uroce::sim
