@@ -250,6 +250,94 @@ TEST(ParserRejects, Ipv4HeaderProblems) {
   EXPECT_EQ(parse(f), RxDrop::kEtherType);
 }
 
+// Reserved fields are ignored on receive, and decode_headers keeps them so that the frame rebuilds exactly.
+std::vector<uint8_t> rebuild(const ParsedPacket& pkt) {
+  const PacketHeaders h = decode_headers(pkt);
+  std::vector<uint8_t> out(headers_len(h) + pkt.payload_len + trailer_len(pkt.payload_len));
+  out.resize(build_frame(h, ConstBytes(pkt.payload(), pkt.payload_len), out.data()));
+  return out;
+}
+
+TEST(ParserAccepts, FuzzerFoundAckWithReservedBthBitsRebuildsExactly) {
+  // fuzz_parse_frame: an RC_ACK with 0x60 in the 7 reserved bits after AckReq (then Ethernet padding).
+  // decode_headers used to drop those bits, so the rebuilt frame differed in them and in the ICRC.
+  const std::vector<uint8_t> f = {
+      0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x45,
+      0x6a, 0x00, 0x30, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x3c, 0x50, 0x7f, 0x00, 0x00, 0x01,
+      0x7f, 0x00, 0x00, 0x02, 0xc1, 0x23, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, 0x11, 0x40, 0xff,
+      0x9f, 0x0f, 0x00, 0x00, 0x60, 0x60, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x1b, 0x64, 0xf7,
+      0x94, 0xac, 0x00, 0x0a, 0xbc, 0xde, 0x1f, 0x00, 0x03, 0x21, 0x0a, 0x28, 0x51, 0xf7};
+  ParsedPacket pkt;
+  ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone);
+  EXPECT_EQ(pkt.opcode, op::kRcAck);
+  EXPECT_EQ(decode_headers(pkt).bth.resv7, 0x60);
+  EXPECT_FALSE(decode_headers(pkt).bth.ackreq);
+  EXPECT_EQ(rebuild(pkt), std::vector<uint8_t>(f.begin(), f.begin() + pkt.frame_len));
+}
+
+TEST(ParserAccepts, ReservedHeaderFieldsAreIgnoredAndKeptByDecode) {
+  for (Shape s : kShapes) {
+    for (uint8_t o : {op::kRcSendOnly, op::kUdSendOnlyImm, op::kCnp}) {
+      const PacketHeaders h = sample_headers(o, s.ipv6, s.vlan);
+      const auto b = boundaries_of(h, o == op::kCnp ? 0 : 8);
+      auto f = make_frame(h, sample_payload(o, 8));
+      reinterpret_cast<Bth*>(f.data() + b.bth)->ack_req |= 0x7F;
+      if (op_has(o, kHasDeth)) f[b.bth + op_info(o).deth + 4] = 0xA5;  // DETH byte 4: reserved
+      if (op_has(o, kHasCnpBody)) f[b.bth + sizeof(Bth) + 15] = 0x5A;
+      reseal(f);
+      ParsedPacket pkt;
+      ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone) << op_name(o);
+      const PacketHeaders d = decode_headers(pkt);
+      EXPECT_EQ(d.bth.resv7, 0x7F);
+      EXPECT_EQ(d.bth.ackreq, h.bth.ackreq);
+      if (op_has(o, kHasDeth)) {
+        EXPECT_EQ(d.deth.resv, 0xA5);
+        EXPECT_EQ(d.deth.src_qp, h.deth.src_qp);
+      }
+      if (op_has(o, kHasCnpBody)) {
+        EXPECT_EQ(d.cnp_resv[15], 0x5A);
+      }
+      EXPECT_EQ(rebuild(pkt), f) << op_name(o) << " ipv6=" << s.ipv6 << " vlan=" << s.vlan;
+    }
+  }
+}
+
+TEST(ParserAccepts, NonZeroPadBytesAreIgnoredAndRebuiltAsZeros) {
+  for (Shape s : kShapes) {
+    const PacketHeaders h = sample_headers(op::kRcSendOnly, s.ipv6, s.vlan);
+    const auto b = boundaries_of(h, 5);
+    const auto frame = make_frame(h, sample_payload(op::kRcSendOnly, 5));
+    auto f = frame;
+    for (size_t i = b.payload + 5; i < b.icrc; ++i) f[i] = 0xAA;
+    reseal(f);
+    ParsedPacket pkt;
+    ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone);
+    EXPECT_EQ(pkt.payload_len, 5);
+    EXPECT_EQ(rebuild(pkt), frame);  // the canonical form packet.h documents
+  }
+}
+
+TEST(ParserAccepts, Ipv4ChecksumStoredAsNegativeZeroRebuildsAsPositiveZero) {
+  const PacketHeaders h = sample_headers(op::kRcAck, false, false);
+  const auto b = boundaries_of(h, 0);
+  auto f = make_frame(h, {});
+  auto& ip = *reinterpret_cast<Ipv4Hdr*>(f.data() + b.l3);
+  // Pick the IP ID that makes the header's one's-complement sum 0xFFFF: its checksum is then 0x0000, and
+  // 0xFFFF verifies too.
+  for (uint32_t id = 0; id <= 0xFFFF; ++id) {
+    ip.id.set(static_cast<uint16_t>(id));
+    ip.csum.set(0);
+    if (ipv4_checksum(ip) == 0) break;
+  }
+  ASSERT_EQ(ipv4_checksum(ip), 0);
+  reseal(f);  // the ID is covered by the ICRC
+  const auto canonical = f;
+  ip.csum.set(0xFFFF);  // masked out of the ICRC
+  ParsedPacket pkt;
+  ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone);
+  EXPECT_EQ(rebuild(pkt), canonical);
+}
+
 TEST(RxDropCounters, CountByReasonWithNames) {
   RxDropCounters c;
   c.bump(RxDrop::kIcrc);

@@ -20,7 +20,7 @@ void write_ext_headers(const PacketHeaders& h, const OpInfo& op, uint8_t* bth) {
   if (op.mask & kHasDeth) {
     auto& d = at<Deth>(bth, op.deth);
     d.qkey.set(h.deth.qkey);
-    d.resv = 0;
+    d.resv = h.deth.resv;
     d.src_qp.set(h.deth.src_qp);
   }
   if (op.mask & kHasReth) {
@@ -44,7 +44,7 @@ void write_ext_headers(const PacketHeaders& h, const OpInfo& op, uint8_t* bth) {
   if (op.mask & kHasAtomicAckEth) at<AtomicAckEth>(bth, op.atomic_ack_eth).orig.set(h.atomic_ack_orig);
   if (op.mask & kHasImmDt) std::memcpy(at<ImmDt>(bth, op.immdt).b, &h.imm_be, 4);
   if (op.mask & kHasIeth) at<Ieth>(bth, op.ieth).rkey.set(h.ieth_rkey);
-  if (op.mask & kHasCnpBody) std::memset(bth + sizeof(Bth), 0, sizeof(CnpBody));
+  if (op.mask & kHasCnpBody) std::memcpy(bth + sizeof(Bth), h.cnp_resv.data(), sizeof(CnpBody));
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ size_t build_headers(const PacketHeaders& h, uint32_t payload_len, uint8_t* out)
   bth.pkey.set(h.bth.pkey);
   bth.resv8a = h.bth.resv8a;
   bth.dest_qp.set(h.bth.dqpn);
-  bth.ack_req = h.bth.ackreq ? 0x80 : 0;
+  bth.ack_req = static_cast<uint8_t>((h.bth.ackreq ? 0x80 : 0) | (h.bth.resv7 & 0x7F));
   bth.psn.set(h.bth.psn);
   write_ext_headers(h, op, out + bth_off);
   return bth_off + op.hdr_len;

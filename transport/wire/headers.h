@@ -148,6 +148,7 @@ inline bool bth_fecn(const Bth& h) { return h.resv8a & 0x80; }
 inline bool bth_becn(const Bth& h) { return h.resv8a & 0x40; }
 inline uint32_t bth_dqpn(const Bth& h) { return h.dest_qp.get(); }
 inline bool bth_ackreq(const Bth& h) { return h.ack_req & 0x80; }
+inline uint8_t bth_resv7(const Bth& h) { return h.ack_req & 0x7F; }
 inline uint32_t bth_psn(const Bth& h) { return h.psn.get(); }
 
 inline void bth_set_flags(Bth& h, bool se, bool migreq, uint8_t pad, uint8_t tver) {

@@ -6,6 +6,7 @@
 // through the accessors of headers.h.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -48,6 +49,7 @@ struct BthFields {
   uint32_t dqpn = 0;
   bool ackreq = false;
   uint32_t psn = 0;
+  uint8_t resv7 = 0;  // the reserved bits after AckReq: senders write 0, receivers ignore them
   // The pad count is derived from the payload length when building.
 };
 
@@ -72,9 +74,13 @@ struct AtomicEthFields {
 struct DethFields {
   uint32_t qkey = 0;
   uint32_t src_qp = 0;
+  uint8_t resv = 0;  // reserved byte: senders write 0, receivers ignore it
 };
 
-// Every header field of a frame. Only the extension headers the opcode has are read or written.
+// Every header field of a frame, reserved ones included, so that decode_headers + build_frame reproduce any
+// frame parse_frame accepts (two exceptions, both values a conforming sender never writes: pad bytes are
+// always built as zeros, and an IPv4 header checksum stored as 0xFFFF, the other one's-complement zero,
+// is rebuilt as 0x0000). Only the extension headers the opcode has are read or written.
 struct PacketHeaders {
   EthFields eth;
   IpFields ip;
@@ -88,6 +94,7 @@ struct PacketHeaders {
   uint32_t imm_be = 0;  // immediate data in wire byte order (as ibv_wc.imm_data)
   uint32_t ieth_rkey = 0;
   DethFields deth;
+  std::array<uint8_t, sizeof(CnpBody)> cnp_resv{};  // the CNP's reserved bytes (A17.9.3: sent as zeros)
 };
 
 // Where the parts of a received frame lie. All offsets are from the start of the frame.

@@ -157,7 +157,7 @@ PacketHeaders decode_headers(const ParsedPacket& pkt) {
 
   const Bth& bth = pkt.bth();
   h.bth = BthFields{bth_opcode(bth), bth_se(bth),   bth_migreq(bth), bth_tver(bth), bth_pkey(bth),
-                    bth.resv8a,      bth_dqpn(bth), bth_ackreq(bth), bth_psn(bth)};
+                    bth.resv8a,      bth_dqpn(bth), bth_ackreq(bth), bth_psn(bth),  bth_resv7(bth)};
 
   const uint32_t mask = pkt.op().mask;
   if (mask & kHasReth) h.reth = {pkt.reth().va.get(), pkt.reth().rkey.get(), pkt.reth().dma_len.get()};
@@ -169,7 +169,8 @@ PacketHeaders decode_headers(const ParsedPacket& pkt) {
   if (mask & kHasAtomicAckEth) h.atomic_ack_orig = pkt.atomic_ack_eth().orig.get();
   if (mask & kHasImmDt) std::memcpy(&h.imm_be, pkt.immdt().b, 4);
   if (mask & kHasIeth) h.ieth_rkey = pkt.ieth().rkey.get();
-  if (mask & kHasDeth) h.deth = {pkt.deth().qkey.get(), pkt.deth().src_qp.get()};
+  if (mask & kHasDeth) h.deth = {pkt.deth().qkey.get(), pkt.deth().src_qp.get(), pkt.deth().resv};
+  if (mask & kHasCnpBody) std::memcpy(h.cnp_resv.data(), pkt.ext<CnpBody>(sizeof(Bth)).resv, sizeof(CnpBody));
   return h;
 }
 
