@@ -1,0 +1,55 @@
+// The congestion-control plug-in interface (DESIGN.md). One Algorithm object per flow (a QP's send side) is
+// told about events and publishes its decision in two fields the transport's pacer reads on every
+// transmit: a rate and a window. Adding an algorithm is one file plus one registration line (registry.cc).
+//
+// cc/ is pure C++: no DPDK, no libibverbs, and it does not depend on transport/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace uroce::cc {
+
+constexpr uint64_t kNoTimer = UINT64_MAX;
+
+// Named parameters, as the NIC knobs are named (rpg_time_reset, rpg_ai_rate, ...). Unset keys take the
+// algorithm's defaults.
+using Params = std::map<std::string, double>;
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  // Reaction-point events.
+  virtual void on_cnp(uint64_t /*now_ns*/) {}
+  // An ACK (or READ response / ATOMIC ACK) acknowledged `bytes`; rtt_ns is 0 when there is no sample.
+  virtual void on_ack(uint64_t /*now_ns*/, uint64_t /*bytes*/, uint64_t /*rtt_ns*/) {}
+  virtual void on_nak(uint64_t /*now_ns*/) {}
+  virtual void on_tx(uint64_t /*now_ns*/, uint32_t /*bytes*/) {}
+  // Called once now_ns >= next_timer_ns().
+  virtual void on_timer(uint64_t /*now_ns*/) {}
+  virtual uint64_t next_timer_ns() const { return kNoTimer; }
+
+  // Decisions, read by the pacer on every transmit. 0 means unlimited.
+  uint64_t rate_bps = 0;
+  uint64_t window_bytes = 0;
+  // Data packets carry ECT(0) so switches can mark CE instead of dropping.
+  bool ecn_capable = false;
+
+  // Counters every algorithm keeps.
+  uint64_t cnp_handled = 0;
+  uint64_t rate_changes = 0;
+};
+
+// Builds a flow's algorithm for a link of `line_rate_bps`. Throws std::invalid_argument naming the bad
+// key for an unknown parameter or bad value.
+using Factory = std::unique_ptr<Algorithm> (*)(const Params& params, uint64_t line_rate_bps);
+
+// The algorithm named `name`, or throws std::invalid_argument listing the known names.
+std::unique_ptr<Algorithm> make(const std::string& name, const Params& params, uint64_t line_rate_bps);
+std::vector<std::string> algorithm_names();
+
+}  // namespace uroce::cc

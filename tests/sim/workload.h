@@ -1,0 +1,38 @@
+// A random verbs workload between two simulated endpoints, checked for exactly-once, in-order, byte-exact
+// delivery. Used by the loss/reorder/duplication/corruption simulation tests and the goodput benchmark.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tests/support/sim_env.h"
+
+namespace uroce::test {
+
+struct WorkloadConfig {
+  uint64_t seed = 1;
+  uint32_t messages = 1000;
+  uint32_t max_len = 1 << 20;  // sizes are log-uniform in [1, max_len]
+  uint32_t depth = 16;         // operations in flight
+  // Relative weights of the operations.
+  uint32_t w_send = 1, w_write = 1, w_write_imm = 1, w_read = 1, w_atomic = 1;
+  Mtu mtu = Mtu::k4096;
+  sim::LinkConfig link;
+  uint8_t timeout = 8;  // ~1 ms
+  uint64_t max_virtual_ns = 600'000'000'000;
+};
+
+struct WorkloadResult {
+  bool ok = false;
+  std::string error;  // the first mismatch, with the seed
+  uint32_t completed = 0;
+  uint64_t bytes = 0;
+  uint64_t virtual_ns = 0;
+  uint64_t retransmits = 0;
+  uint64_t icrc_drops = 0;
+  uint64_t link_lost = 0, link_corrupted = 0, link_duplicated = 0, link_reordered = 0;
+};
+
+WorkloadResult run_workload(const WorkloadConfig& cfg);
+
+}  // namespace uroce::test

@@ -1,0 +1,301 @@
+// Completer: turns responses into send completions (IBA 9.7.5-9.7.6). ACKs acknowledge every request up to
+// their PSN; READ responses and ATOMIC ACKs carry data and implicitly acknowledge what precedes them; NAKs
+// rewind the requester (go-back-N) or end the QP with the matching error status; the local ACK timeout and
+// the RNR timer bound how long and how often it retries.
+#include <algorithm>
+
+#include "transport/device.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+namespace {
+
+using namespace wire;
+
+// IBA table 45: RNR NAK timer field (5 bits) -> minimum delay, in nanoseconds. Code 0 is the longest.
+constexpr uint64_t kRnrDelayNs[32] = {
+    655'360'000, 10'000,     20'000,     30'000,      40'000,      60'000,      80'000,      120'000,
+    160'000,     240'000,    320'000,    480'000,     640'000,     960'000,     1'280'000,   1'920'000,
+    2'560'000,   3'840'000,  5'120'000,  7'680'000,   10'240'000,  15'360'000,  20'480'000,  30'720'000,
+    40'960'000,  61'440'000, 81'920'000, 122'880'000, 163'840'000, 245'760'000, 327'680'000, 491'520'000};
+
+// IBA table 44: AETH credit code -> number of receive WQEs; code 31 means "no credit limit".
+constexpr int64_t kCreditCount[31] = {0,    1,    2,    3,    4,    6,     8,     12,    16,   24,   32,
+                                      48,   64,   96,   128,  192,  256,   384,   512,   768,  1024, 1536,
+                                      2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+
+enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3, kNakInvRdReq = 4 };
+
+bool rd_or_atomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+uint32_t last_psn(const SendWqe& w) { return psn_add(w.first_psn, w.npkts - 1); }
+
+}  // namespace
+
+uint64_t rnr_delay_ns(uint8_t code) { return kRnrDelayNs[code & 31]; }
+
+uint8_t credit_code(uint64_t available) {
+  uint8_t code = 0;
+  while (code < 30 && kCreditCount[code + 1] <= static_cast<int64_t>(available)) ++code;
+  return code;
+}
+
+void Qp::arm_retry_timer() {
+  // Local ACK timeout 4.096 us * 2^timeout (IBA 9.7.6.1.3); 0 means the timer is disabled.
+  retry_deadline_ = attr_.timeout ? dev_->now() + (4096ull << attr_.timeout) : kNever;
+}
+
+void Qp::on_response(const ParsedPacket& pkt) {
+  if (type() != QpType::kRc || error()) return;
+  const uint32_t m = pkt.op().mask;
+  if (m & kOpRead) {
+    comp_read_response(pkt);
+  } else if (m & kOpAtomic) {
+    comp_atomic_ack(pkt);
+  } else {
+    comp_ack(bth_psn(pkt.bth()), pkt.aeth());
+  }
+}
+
+// Marks complete every SEND/WRITE up to and including `psn`. A READ or ATOMIC inside that range whose
+// response has not (fully) arrived means the response was lost (an implicit NAK): the requester re-sends it,
+// and una_ stops there. Returns true when it rewound the requester that way.
+bool Qp::comp_acknowledge_through(uint32_t psn) {
+  const uint32_t old_una = una_;
+  uint32_t new_una = psn_add(psn, 1);
+  bool rewound = false;
+  for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
+    SendWqe& w = sq_at(i);
+    if (w.state == WqeState::kPosted || psn_diff(last_psn(w), psn) > 0) break;
+    if (w.state == WqeState::kDone) continue;
+    if (rd_or_atomic(w.opcode)) {
+      // Responses leave the responder in PSN order, so a later acknowledgement overtook or outlived them.
+      dev_->cnt().add(Counter::kImplicitNak);
+      new_una = psn_add(w.first_psn, static_cast<uint32_t>(w.read_done / mtu()));
+      comp_rewind(new_una);
+      rewound = true;
+      break;
+    }
+    w.state = WqeState::kDone;
+    if (consumes_recv_wqe(w.opcode)) --credit_msgs_out_;
+  }
+  if (psn_diff(new_una, una_) > 0) una_ = new_una;
+  if (una_ != old_una) {
+    retry_left_ = attr_.retry_cnt;  // forward progress resets the retry budgets
+    rnr_retry_left_ = attr_.rnr_retry;
+    const uint64_t acked = static_cast<uint64_t>(psn_diff(una_, old_una)) * mtu();
+    inflight_bytes_ = inflight_bytes_ > acked ? inflight_bytes_ - acked : 0;
+    cc_->on_ack(dev_->now(), acked, 0);
+    if (una_ == psn_hw_) {
+      retry_deadline_ = kNever;
+    } else {
+      arm_retry_timer();
+    }
+  }
+  comp_retire();
+  return rewound;
+}
+
+void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
+  if (psn_diff(psn, psn_hw_) >= 0) {  // acknowledges a PSN never sent
+    dev_->cnt().add(Counter::kGhostResponse);
+    return;
+  }
+  if (psn_diff(psn, una_) < -1) {  // older than what is already acknowledged
+    dev_->cnt().add(Counter::kDuplicateResponse);
+    return;
+  }
+  const uint8_t value = aeth_value(aeth);
+  switch (aeth_kind(aeth)) {
+    case AethKind::kAck:
+      comp_acknowledge_through(psn);
+      credits_ = value == 31 ? -1 : kCreditCount[value] - static_cast<int64_t>(credit_msgs_out_);
+      if (credits_ < -1) credits_ = 0;
+      return;
+    case AethKind::kRnrNak: {
+      ++cnt_.rnr_naks_rcvd;
+      dev_->cnt().add(Counter::kRnrNakRcvd);
+      const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));  // everything before psn
+      if (attr_.rnr_retry != 7) {  // 7 means retry forever (IBA 9.7.5.2.8)
+        if (rnr_retry_left_ == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
+        --rnr_retry_left_;
+      }
+      rnr_until_ = dev_->now() + kRnrDelayNs[value];
+      retry_deadline_ = kNever;
+      if (!rewound) comp_rewind(psn);
+      return;
+    }
+    case AethKind::kNak: {
+      const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));
+      if (error()) return;
+      if (value == kNakPsnSeq) {
+        ++cnt_.seq_naks_rcvd;
+        dev_->cnt().add(Counter::kSeqNakRcvd);
+        if (!rewound) comp_rewind(psn);
+        return;
+      }
+      dev_->cnt().add(Counter::kNakRcvd);
+      return comp_fatal(value == kNakInvReq      ? WcStatus::kRemInvReqErr
+                        : value == kNakRemAccess ? WcStatus::kRemAccessErr
+                        : value == kNakInvRdReq  ? WcStatus::kRemInvRdReqErr
+                                                 : WcStatus::kRemOpErr);
+    }
+    case AethKind::kReserved:
+      dev_->cnt().add(Counter::kDropMalformed);
+      return;
+  }
+}
+
+// The oldest READ or ATOMIC not yet answered: responses arrive for it first.
+SendWqe* Qp::comp_oldest_rd_atomic() {
+  for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
+    SendWqe& w = sq_at(i);
+    if (w.state == WqeState::kPosted) return nullptr;
+    if (rd_or_atomic(w.opcode) && w.state != WqeState::kDone) return &w;
+  }
+  return nullptr;
+}
+
+void Qp::comp_read_response(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  SendWqe* w = comp_oldest_rd_atomic();
+  if (!w || w->opcode != WrOpcode::kRdmaRead) {
+    dev_->cnt().add(Counter::kGhostResponse);
+    return;
+  }
+  const uint32_t done_pkts = static_cast<uint32_t>(w->read_done / mtu());
+  const uint32_t expect = psn_add(w->first_psn, done_pkts);
+  const int32_t d = psn_diff(psn, expect);
+  if (d < 0 || psn_diff(psn, last_psn(*w)) > 0) {
+    dev_->cnt().add(d < 0 ? Counter::kDuplicateResponse : Counter::kGhostResponse);
+    return;
+  }
+  if (d > 0) {  // responses lost in between: ask again from the first missing one, once per gap
+    ++cnt_.out_of_sequence;
+    dev_->cnt().add(Counter::kOutOfSequence);
+    if (rewound_at_ != expect) {
+      rewound_at_ = expect;
+      comp_rewind(expect);
+    }
+    return;
+  }
+  const uint32_t m = pkt.op().mask;
+  const uint64_t left = w->length - w->read_done;
+  // A response stream starts (FIRST/ONLY) where the last READ request asked it to: a re-sent READ is a new
+  // request for the rest of the data.
+  const bool first_ok = (done_pkts == w->read_req_pkt) == bool(m & kStartsMessage);
+  const bool len_ok = (m & kEndsMessage) ? pkt.payload_len == left : pkt.payload_len == mtu() && left > mtu();
+  if (!first_ok || !len_ok) {
+    dev_->cnt().add(Counter::kDropMalformed);
+    return;
+  }
+  // The response acknowledges every request before the READ.
+  comp_acknowledge_through(psn_add(w->first_psn, kPsnMask));
+  if (psn == rewound_at_) rewound_at_ = UINT32_MAX;  // the re-requested stream has started
+  sge_scatter(w->sge, w->num_sge, w->read_done, pkt.payload(), pkt.payload_len);
+  w->read_done += pkt.payload_len;
+  if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
+  retry_left_ = attr_.retry_cnt;
+  cc_->on_ack(dev_->now(), pkt.payload_len, 0);
+  arm_retry_timer();
+  if (m & kEndsMessage) {
+    w->state = WqeState::kDone;
+    --rd_atomic_out_;
+    una_ = psn_add(last_psn(*w), 1);
+    if (una_ == psn_hw_) retry_deadline_ = kNever;
+    comp_retire();
+  }
+}
+
+void Qp::comp_atomic_ack(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  SendWqe* w = comp_oldest_rd_atomic();
+  if (!w || w->opcode == WrOpcode::kRdmaRead || w->first_psn != psn) {
+    dev_->cnt().add(w && psn_before(psn, w->first_psn) ? Counter::kDuplicateResponse
+                                                       : Counter::kGhostResponse);
+    return;
+  }
+  comp_acknowledge_through(psn_add(psn, kPsnMask));
+  const uint64_t orig = pkt.atomic_ack_eth().orig.get();
+  sge_scatter(w->sge, w->num_sge, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
+  w->state = WqeState::kDone;
+  --rd_atomic_out_;
+  if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
+  retry_left_ = attr_.retry_cnt;
+  if (una_ == psn_hw_) {
+    retry_deadline_ = kNever;
+  } else {
+    arm_retry_timer();
+  }
+  comp_retire();
+}
+
+// Completes finished WQEs in posting order (a completion never overtakes an earlier WQE's).
+void Qp::comp_retire() {
+  while (comp_idx_ != post_idx_) {
+    SendWqe& w = sq_at(comp_idx_);
+    if (w.state != WqeState::kDone) break;
+    if (w.status != WcStatus::kSuccess) {  // a local error: flush() completes it with its status
+      enter_error();
+      return;
+    }
+    complete_send(w, WcStatus::kSuccess);
+    ++comp_idx_;
+  }
+  if (static_cast<int32_t>(send_idx_ - comp_idx_) < 0) {  // acknowledged past a rewound send position
+    send_idx_ = comp_idx_;
+    send_pkt_ = 0;
+  }
+  if (attr_.qp_state == QpState::kSqd && attr_.sq_draining && comp_idx_ == send_idx_) {
+    attr_.sq_draining = false;
+    if (attr_.en_sqd_async_notify) dev_->raise(EventType::kSqDrained, qpn_);
+  }
+}
+
+// Go-back-N: transmit again from `psn`, which lies in an outstanding WQE.
+void Qp::comp_rewind(uint32_t psn) {
+  for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
+    SendWqe& w = sq_at(i);
+    if (w.state == WqeState::kPosted) break;
+    if (psn_diff(psn, w.first_psn) < 0 || psn_diff(psn, last_psn(w)) > 0) continue;
+    uint32_t k = static_cast<uint32_t>(psn_diff(psn, w.first_psn));
+    if (w.opcode == WrOpcode::kRdmaRead) k = std::max(k, static_cast<uint32_t>(w.read_done / mtu()));
+    send_idx_ = i;
+    send_pkt_ = k;
+    inflight_bytes_ = 0;
+    pkts_since_ackreq_ = 0;
+    return;
+  }
+}
+
+// The WQE at the head of the unacknowledged work fails with `status`; the QP goes to ERR (IBA 10.3.1) and
+// raises QP_FATAL; everything after it is flushed.
+void Qp::comp_fatal(WcStatus status) {
+  for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
+    SendWqe& w = sq_at(i);
+    if (w.state != WqeState::kDone) {
+      w.status = status;
+      break;
+    }
+  }
+  comp_retire();
+  enter_error();
+  dev_->raise(EventType::kQpFatal, qpn_);
+}
+
+void Qp::on_timer(uint64_t now) {
+  if (cc_->next_timer_ns() <= now) cc_->on_timer(now);
+  if (retry_deadline_ > now) return;
+  retry_deadline_ = kNever;
+  if (una_ == psn_hw_ || error()) return;
+  ++cnt_.timeouts;
+  dev_->cnt().add(Counter::kTimeouts);
+  if (retry_left_ == 0) return comp_fatal(WcStatus::kRetryExcErr);
+  --retry_left_;
+  comp_rewind(una_);
+}
+
+}  // namespace uroce

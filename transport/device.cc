@@ -1,0 +1,243 @@
+#include "transport/device.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "transport/params.h"
+
+namespace uroce {
+
+wire::MacAddr mac_for_gid(const Gid& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
+
+Device::Device(DeviceConfig config, PacketIo* io, const Clock* clock)
+    : cfg_(std::move(config)), io_(io), clock_(clock), next_qpn_(params::kFirstQpn) {
+  // A bad CC name or parameter must fail at device open, naming the key, not at the first QP.
+  (void)cc::make(cfg_.cc, cfg_.cc_params, cfg_.link_rate_bps);
+}
+
+Device::~Device() {
+  flush_tx();
+  io_->free_burst(txq_, txq_count_);
+  while (!loopback_.empty()) {
+    PktBuf* b = loopback_.front();
+    loopback_.pop_front();
+    io_->free_burst(&b, 1);
+  }
+}
+
+int Device::alloc_pd(Pd** out) {
+  if (pds_.size() >= params::kMaxPd) return ENOMEM;
+  auto pd = std::make_unique<Pd>();
+  pd->handle = next_handle_++;
+  *out = pd.get();
+  pds_.push_back(std::move(pd));
+  return 0;
+}
+
+template <typename T>
+static void erase_owned(std::vector<std::unique_ptr<T>>& v, T* p) {
+  v.erase(std::find_if(v.begin(), v.end(), [p](const auto& u) { return u.get() == p; }));
+}
+
+int Device::dealloc_pd(Pd* pd) {
+  if (pd->refs) return EBUSY;
+  erase_owned(pds_, pd);
+  return 0;
+}
+
+int Device::reg_mr(Pd* pd, void* addr, size_t length, uint32_t access, Mr** out) {
+  return mrs_.reg(pd, reinterpret_cast<uint64_t>(addr), length, access, out);
+}
+
+int Device::rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access) {
+  return mrs_.rereg(mr, pd, reinterpret_cast<uint64_t>(addr), length, access);
+}
+
+int Device::dereg_mr(Mr* mr) {
+  mrs_.dereg(mr);
+  return 0;
+}
+
+int Device::create_cq(uint32_t cqe, Cq** out) {
+  if (cqe < 1 || cqe > params::kMaxCqe) return EINVAL;
+  if (cqs_.size() >= params::kMaxCq) return ENOMEM;
+  auto cq = std::make_unique<Cq>(next_handle_++, cqe);
+  *out = cq.get();
+  cqs_.push_back(std::move(cq));
+  return 0;
+}
+
+int Device::resize_cq(Cq* cq, uint32_t cqe) {
+  if (cqe < 1 || cqe > params::kMaxCqe) return EINVAL;
+  return cq->resize(cqe);
+}
+
+int Device::destroy_cq(Cq* cq) {
+  for (Qp* qp : qp_list_)
+    if (qp->init_.send_cq == cq || qp->init_.recv_cq == cq) return EBUSY;
+  erase_owned(cqs_, cq);
+  return 0;
+}
+
+int Device::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit, Srq** out) {
+  if (max_wr < 1 || max_wr > params::kMaxSrqWr || max_sge > params::kMaxSrqSge || limit > max_wr)
+    return EINVAL;
+  if (srqs_.size() >= params::kMaxSrq) return ENOMEM;
+  auto srq = std::make_unique<Srq>(next_handle_++, pd, max_wr, max_sge);
+  srq->limit = limit;
+  ++pd->refs;
+  *out = srq.get();
+  srqs_.push_back(std::move(srq));
+  return 0;
+}
+
+int Device::modify_srq(Srq* srq, uint32_t /*max_wr*/, uint32_t limit, uint32_t mask) {
+  constexpr uint32_t kSrqMaxWr = 1, kSrqLimit = 2;
+  if (mask & ~(kSrqMaxWr | kSrqLimit)) return EINVAL;
+  if (mask & kSrqMaxWr) return EINVAL;  // resizing an SRQ is not supported (no IBV_DEVICE_SRQ_RESIZE)
+  if (mask & kSrqLimit) {
+    if (limit > srq->rq.max_wr()) return EINVAL;
+    srq->limit = limit;
+  }
+  return 0;
+}
+
+int Device::post_srq_recv(Srq* srq, const RecvWr& wr) { return srq->rq.post(wr); }
+
+int Device::destroy_srq(Srq* srq) {
+  if (srq->qp_refs) return EBUSY;
+  --srq->pd->refs;
+  erase_owned(srqs_, srq);
+  return 0;
+}
+
+int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
+  const QpCap& c = init.cap;
+  if (!init.send_cq || !init.recv_cq) return EINVAL;
+  if (init.type != QpType::kRc && init.type != QpType::kUc && init.type != QpType::kUd) return EOPNOTSUPP;
+  if (c.max_send_wr > params::kMaxQpWr || c.max_send_sge > params::kMaxSge ||
+      c.max_inline_data > params::kMaxInline)
+    return EINVAL;
+  if (!init.srq && (c.max_recv_wr > params::kMaxQpWr || c.max_recv_sge > params::kMaxSge)) return EINVAL;
+  if (qps_.size() >= params::kMaxQp) return ENOMEM;
+  while (qps_.count(next_qpn_)) next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+  const uint32_t qpn = next_qpn_;
+  next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+  auto qp = std::make_unique<Qp>(this, qpn, pd, init);
+  ++pd->refs;
+  if (init.srq) ++init.srq->qp_refs;
+  *out = qp.get();
+  qp_list_.push_back(qp.get());
+  qps_.emplace(qpn, std::move(qp));
+  return 0;
+}
+
+int Device::destroy_qp(Qp* qp) {
+  --qp->pd_->refs;
+  if (qp->init_.srq) --qp->init_.srq->qp_refs;
+  qp_list_.erase(std::find(qp_list_.begin(), qp_list_.end(), qp));
+  qps_.erase(qp->qpn());
+  return 0;
+}
+
+Qp* Device::find_qp(uint32_t qpn) const {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second.get();
+}
+
+bool Device::get_async_event(AsyncEvent* ev) {
+  if (events_.empty()) return false;
+  *ev = events_.front();
+  events_.pop_front();
+  return true;
+}
+
+void Device::raise(EventType type, uint32_t element) {
+  events_.push_back(AsyncEvent{type, element});
+  if (on_async_event) on_async_event();
+}
+
+bool Device::resolve_mac(const Gid& gid, wire::MacAddr* mac) const {
+  if (cfg_.resolve) return cfg_.resolve(gid, mac);
+  *mac = mac_for_gid(gid);
+  return true;
+}
+
+PktBuf* Device::alloc_tx() {
+  if (txq_count_ == kTxQueue) flush_tx();
+  if (tx_blocked_ || txq_count_ == kTxQueue) return nullptr;
+  PktBuf* buf;
+  if (io_->alloc_burst(&buf, 1) == 1) return buf;
+  flush_tx();  // the pool may be waiting on our own unsent frames
+  if (io_->alloc_burst(&buf, 1) == 1) return buf;
+  pool_empty_ = true;
+  cnt_.add(Counter::kTxNoBuffer);
+  return nullptr;
+}
+
+void Device::transmit(PktBuf* buf, bool loopback) {
+  cnt_.add(Counter::kTxPackets);
+  cnt_.add(Counter::kTxBytes, buf->len);
+  if (loopback) {
+    loopback_.push_back(buf);
+    return;
+  }
+  txq_[txq_count_++] = buf;
+  if (txq_count_ >= kBurst) flush_tx();
+}
+
+void Device::flush_tx() {
+  uint16_t sent = 0;
+  while (sent < txq_count_) {
+    const uint16_t n = io_->tx_burst(txq_ + sent, static_cast<uint16_t>(txq_count_ - sent));
+    if (n == 0) break;
+    sent = static_cast<uint16_t>(sent + n);
+  }
+  std::copy(txq_ + sent, txq_ + txq_count_, txq_);
+  txq_count_ = static_cast<uint16_t>(txq_count_ - sent);
+  tx_blocked_ = txq_count_ != 0;
+}
+
+uint32_t Device::progress() {
+  uint32_t work = 0;
+  PktBuf* rx[kBurst];
+  uint16_t n = io_->rx_burst(rx, kBurst);
+  for (uint16_t i = 0; i < n; ++i) handle_rx(rx[i]);
+  if (n) io_->free_burst(rx, n);
+  work += n;
+  for (uint32_t i = 0; i < kBurst && !loopback_.empty(); ++i, ++work) {
+    PktBuf* b = loopback_.front();
+    loopback_.pop_front();
+    handle_rx(b);
+    io_->free_burst(&b, 1);
+  }
+
+  const uint64_t t = now();
+  for (size_t i = 0; i < qp_list_.size(); ++i)
+    if (qp_list_[i]->next_timer() <= t) qp_list_[i]->on_timer(t);
+
+  pool_empty_ = false;
+  flush_tx();
+  if (tx_blocked_) return work;
+  const size_t nqp = qp_list_.size();
+  for (size_t k = 0; k < nqp; ++k) {
+    Qp* qp = qp_list_[(rr_next_ + k) % nqp];
+    if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
+  }
+  if (nqp) rr_next_ = static_cast<uint32_t>((rr_next_ + 1) % nqp);
+  flush_tx();
+  return work;
+}
+
+uint64_t Device::next_deadline() const {
+  if (!loopback_.empty()) return 0;
+  uint64_t d = pool_empty_ ? now() + 1000 : kNever;
+  for (const Qp* qp : qp_list_) {
+    d = std::min(d, qp->next_timer());
+    // While the port refuses frames, only its draining (which wakes the caller) lets the QPs send again.
+    if (!tx_blocked_ && !pool_empty_) d = std::min(d, qp->next_tx_time());
+  }
+  return d;
+}
+
+}  // namespace uroce

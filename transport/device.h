@@ -1,0 +1,127 @@
+// A uroce device: what a hardware RNIC is, in software. It owns the protection domains, memory regions,
+// completion queues, shared receive queues and queue pairs, and runs the engine over one PacketIo port.
+//
+// Threading: a Device is single-threaded ("_st"). Every call, verbs and progress alike, must come from the
+// thread that holds it; the provider serialises callers with the device lock and drives progress from
+// whichever thread is in the library (DESIGN.md, "Progress is adaptive").
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cc/cc.h"
+#include "transport/clock.h"
+#include "transport/counters.h"
+#include "transport/cq.h"
+#include "transport/mr.h"
+#include "transport/packet_io.h"
+#include "transport/qp.h"
+#include "transport/recv_queue.h"
+#include "transport/wire/rx_drop.h"
+
+namespace uroce {
+
+struct DeviceConfig {
+  std::string name = "uroce0";
+  Gid gid{};  // GID index 0: an IPv4-mapped address (RoCEv2 over IPv4) or an IPv6 address
+  wire::MacAddr mac{};
+  Mtu port_mtu = Mtu::k4096;
+  uint64_t link_rate_bps = 100'000'000'000ull;
+  std::string cc = "none";
+  cc::Params cc_params;
+  bool vlan = false;  // tag frames with 802.1Q; the PCP is the address vector's SL
+  uint16_t vlan_id = 0;
+  // Neighbour resolution: the MAC for a destination GID. Unset: the uroce convention, mac_for_gid().
+  std::function<bool(const Gid&, wire::MacAddr*)> resolve;
+};
+
+// uroce endpoints derive their MAC from their address (02:00 + the low 32 bits of the GID), so two uroce
+// devices reach each other without ARP. Ports with real neighbours install DeviceConfig::resolve.
+wire::MacAddr mac_for_gid(const Gid& gid);
+
+class Device {
+ public:
+  Device(DeviceConfig config, PacketIo* io, const Clock* clock);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceConfig& config() const { return cfg_; }
+  const Counters& counters() const { return cnt_; }
+  const wire::RxDropCounters& rx_drops() const { return drops_; }
+
+  // Verbs. Each returns 0 or an errno (never throws) and creates through an out-parameter.
+  int alloc_pd(Pd** out);
+  int dealloc_pd(Pd* pd);  // EBUSY while anything uses it
+  int reg_mr(Pd* pd, void* addr, size_t length, uint32_t access, Mr** out);
+  int rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access);
+  int dereg_mr(Mr* mr);
+  int create_cq(uint32_t cqe, Cq** out);
+  int resize_cq(Cq* cq, uint32_t cqe);
+  int destroy_cq(Cq* cq);  // EBUSY while a QP uses it
+  int create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit, Srq** out);
+  int modify_srq(Srq* srq, uint32_t max_wr, uint32_t limit, uint32_t mask);  // mask: 1 max_wr, 2 limit
+  int post_srq_recv(Srq* srq, const RecvWr& wr);
+  int destroy_srq(Srq* srq);
+  int create_qp(Pd* pd, const QpInitAttr& init, Qp** out);
+  int destroy_qp(Qp* qp);
+  Qp* find_qp(uint32_t qpn) const;
+
+  // Async events (ibv_get_async_event). on_async_event, if set, is called as each is raised.
+  bool get_async_event(AsyncEvent* ev);
+  std::function<void()> on_async_event;
+
+  // One engine pass: receive a burst, run due timers, transmit. Returns the packets handled (rx + tx), so a
+  // caller can tell an idle pass from a busy one.
+  uint32_t progress();
+  // When progress() next has something to do without new packets arriving (kNever: nothing).
+  uint64_t next_deadline() const;
+  uint64_t now() const { return clock_->now_ns(); }
+
+ private:
+  friend class Qp;
+
+  // Used by the roles.
+  PktBuf* alloc_tx();
+  void transmit(PktBuf* buf, bool loopback);
+  void raise(EventType type, uint32_t element);
+  bool resolve_mac(const Gid& gid, wire::MacAddr* mac) const;
+  Counters& cnt() { return cnt_; }
+  bool is_local_gid(const Gid& gid) const { return gid == cfg_.gid; }
+
+  void handle_rx(PktBuf* buf);
+  void flush_tx();
+
+  DeviceConfig cfg_;
+  PacketIo* io_;
+  const Clock* clock_;
+  Counters cnt_;
+  wire::RxDropCounters drops_;
+
+  std::vector<std::unique_ptr<Pd>> pds_;
+  MrTable mrs_;
+  std::vector<std::unique_ptr<Cq>> cqs_;
+  std::vector<std::unique_ptr<Srq>> srqs_;
+  std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;
+  std::vector<Qp*> qp_list_;  // iteration order for timers and transmit
+  uint32_t rr_next_ = 0;      // round-robin start for transmit fairness
+  uint32_t next_qpn_;
+  uint32_t next_handle_ = 1;
+  std::deque<AsyncEvent> events_;
+
+  // Frames built and not yet accepted by the port. When the port refuses some (its tx ring is full), the
+  // device builds nothing new until they are gone: backpressure reaches the QPs instead of frames being lost.
+  static constexpr uint16_t kTxQueue = 2 * kBurst;
+  PktBuf* txq_[kTxQueue];
+  uint16_t txq_count_ = 0;
+  bool tx_blocked_ = false;
+  bool pool_empty_ = false;       // alloc_burst failed: retry on a short timer
+  std::deque<PktBuf*> loopback_;  // frames addressed to this device, received on the next pass
+};
+
+}  // namespace uroce

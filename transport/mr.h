@@ -1,0 +1,72 @@
+// Protection domains and memory regions: the key table every local and remote access goes through.
+// Nothing from the wire touches memory unless rkey, protection domain, bounds and access rights all match.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "transport/verbs_types.h"
+
+namespace uroce {
+
+struct Pd {
+  uint32_t handle = 0;
+  uint32_t refs = 0;  // MRs, QPs, SRQs, AHs that name it
+};
+
+struct Mr {
+  Pd* pd = nullptr;
+  uint64_t addr = 0;  // the application's virtual address (and the IOVA: no zero-based MRs)
+  uint64_t length = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  uint32_t access = 0;
+};
+
+// Keys are (slot index << 8 | tag): a re-registered or reused slot gets a new tag, so a stale key misses.
+class MrTable {
+ public:
+  // Returns 0 and the new MR, or an errno (EINVAL for bad flags, ENOMEM when full).
+  int reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out);
+  // Changes translation, PD and/or access of `mr` in place and gives it new keys (ibv_rereg_mr).
+  int rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t access);
+  void dereg(Mr* mr);
+  size_t count() const { return live_; }
+
+  Mr* lookup(uint32_t key) const {
+    const uint32_t idx = key >> 8;
+    if (idx >= slots_.size() || !slots_[idx].mr) return nullptr;
+    Mr* mr = slots_[idx].mr.get();
+    return mr->lkey == key ? mr : nullptr;
+  }
+
+  // The MR that allows `need` access to [addr, addr + len) for `pd`, or nullptr. Local access (need without
+  // remote bits) is checked against lkeys; remote access against rkeys (the same value here).
+  Mr* check(uint32_t key, const Pd* pd, uint64_t addr, uint64_t len, uint32_t need) const {
+    Mr* mr = lookup(key);
+    if (!mr || mr->pd != pd || (mr->access & need) != need) return nullptr;
+    if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len) return nullptr;
+    return mr;
+  }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Mr> mr;
+    uint8_t tag = 0;
+  };
+  uint32_t next_key(uint32_t idx);
+  std::vector<Slot> slots_{1};  // slot 0 unused so that no valid key is 0
+  std::vector<uint32_t> free_;
+  size_t live_ = 0;
+};
+
+// Validity of an access-flag set for reg_mr: remote write and remote atomic need local write too
+// (ibv_reg_mr(3) fails such a request with EINVAL).
+bool mr_access_valid(uint32_t access);
+
+// Copies between a message and the SGE list it is scattered over. The SGEs must have been validated.
+void sge_gather(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len);
+void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src, uint32_t len);
+
+}  // namespace uroce

@@ -1,0 +1,36 @@
+// Limits of a uroce device: what query_device reports and what create calls enforce (rxe_param.h style).
+#pragma once
+
+#include <cstdint>
+
+namespace uroce::params {
+
+constexpr uint32_t kMaxQp = 16384;
+constexpr uint32_t kMaxQpWr = 16384;
+constexpr uint32_t kMaxSge = 32;
+constexpr uint32_t kMaxInline = 256;
+constexpr uint32_t kMaxCq = 16384;
+constexpr uint32_t kMaxCqe = (1u << 20) - 1;
+constexpr uint32_t kMaxMr = 1u << 16;
+constexpr uint64_t kMaxMrSize = 1ull << 40;
+constexpr uint32_t kMaxPd = 1u << 16;
+constexpr uint32_t kMaxSrq = 4096;
+constexpr uint32_t kMaxSrqWr = 16384;
+constexpr uint32_t kMaxSrqSge = 32;
+constexpr uint8_t kMaxRdAtomic = 128;  // max_qp_rd_atom and max_qp_init_rd_atom
+constexpr uint32_t kMaxAh = 1u << 16;
+constexpr uint32_t kMaxMsgSize = 1u << 31;
+constexpr uint32_t kGidTableLen = 4;
+constexpr uint32_t kUdQkeyPrivilegedBit = 0x80000000;  // a Q_Key with it set in a WR means "use the QP's"
+
+// QP numbers: 0 and 1 are the IB special QPs; uroce allocates from here up.
+constexpr uint32_t kFirstQpn = 0x11;
+constexpr uint32_t kMaxQpn = 0xFFFFFF;
+
+// Datapath tuning.
+constexpr uint32_t kTxBudgetPerQp = 16;   // packets one QP may send per progress pass (round-robin fairness)
+constexpr uint32_t kAckReqEvery = 16;     // requester sets AckReq at least every this many packets
+constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at least this often
+constexpr uint64_t kCnpMinIntervalNs = 4000;  // NP: at most one CNP per QP per this (min_time_between_cnps)
+
+}  // namespace uroce::params

@@ -1,0 +1,251 @@
+// A queue pair and the state of its three protocol roles. The roles' code lives in one file each
+// (STYLE.md): req.cc (requester: send queue -> packets), resp.cc (responder: request packets -> memory,
+// receive completions, ACK/NAK/READ/ATOMIC responses), comp.cc (completer: responses -> send completions,
+// retransmission), with recv.cc validating and dispatching received packets and qp_state.cc holding the
+// IBA state machine.
+//
+// Threading: a Qp belongs to its Device and is used only by the thread that holds the device (see device.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cc/cc.h"
+#include "transport/counters.h"
+#include "transport/cq.h"
+#include "transport/mr.h"
+#include "transport/recv_queue.h"
+#include "transport/verbs_types.h"
+#include "transport/wire/packet.h"
+
+namespace uroce {
+
+class Device;
+
+// SEND and RDMA WRITE with immediate consume a receive WQE at the responder (and so an end-to-end credit).
+bool consumes_recv_wqe(WrOpcode op);
+
+struct QpInitAttr {
+  QpType type = QpType::kRc;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
+  QpCap cap;
+  bool sq_sig_all = false;
+};
+
+enum class WqeState : uint8_t {
+  kPosted,   // not started
+  kSending,  // some packets sent
+  kSent,     // every packet sent, waiting for its response
+  kDone,     // response received (or, UC/UD, sent): ready to complete
+};
+
+struct SendWqe {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint64_t length = 0;
+  uint64_t atomic_orig = 0;  // ATOMIC: the value the responder returned
+  const Sge* sge = nullptr;  // into the QP's SGE arena; for inline sends a single SGE over inline data
+  uint32_t num_sge = 0;
+  uint32_t rkey = 0;
+  uint32_t imm_be = 0;
+  uint32_t flags = 0;
+  uint32_t first_psn = 0;
+  uint32_t npkts = 0;         // packets of the message (READ: of its responses)
+  uint64_t read_done = 0;     // READ: response bytes placed so far
+  uint32_t read_req_pkt = 0;  // READ: the response packet the last (re-)sent request started at
+  WrOpcode opcode = WrOpcode::kSend;
+  WqeState state = WqeState::kPosted;
+  WcStatus status = WcStatus::kSuccess;
+  // UD
+  AddressVector av;
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
+};
+
+// A queued response of the responder. Responses leave in PSN order, so an ACK never overtakes the READ
+// responses before it (the requester would take it as an implicit NAK of the READ).
+struct RespJob {
+  enum Kind : uint8_t { kAck, kNak, kRead, kAtomicAck } kind = kAck;
+  uint8_t syndrome = 0;  // kAck: filled at send time with credits; kNak: the NAK code
+  uint32_t psn = 0;      // kRead: PSN of the next response packet
+  uint32_t msn = 0;
+  // kRead
+  uint64_t va = 0;
+  uint64_t left = 0;  // bytes still to send
+  uint32_t rkey = 0;
+  bool first = true;
+  // kAtomicAck
+  uint64_t orig = 0;
+};
+
+// Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
+// from (IBA 9.7.5.2.x: READs are re-executed, ATOMICs answered with the saved result, never re-applied).
+struct RdAtomicRes {
+  bool valid = false;
+  bool is_atomic = false;
+  uint32_t psn = 0;
+  uint32_t last_psn = 0;
+  uint64_t orig = 0;
+};
+
+struct QpCounters {
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t retransmits = 0, timeouts = 0, rnr_naks_rcvd = 0, rnr_naks_sent = 0;
+  uint64_t seq_naks_sent = 0, seq_naks_rcvd = 0, duplicates = 0, out_of_sequence = 0;
+};
+
+class Qp {
+ public:
+  Qp(Device* dev, uint32_t qpn, Pd* pd, const QpInitAttr& init);
+  ~Qp();
+
+  uint32_t qpn() const { return qpn_; }
+  QpType type() const { return init_.type; }
+  QpState state() const { return attr_.qp_state; }
+  Pd* pd() const { return pd_; }
+  const QpInitAttr& init_attr() const { return init_; }
+  const QpAttr& attr() const { return attr_; }
+  const QpCounters& counters() const { return cnt_; }
+  cc::Algorithm* cc() const { return cc_.get(); }
+
+  // Verbs (qp_state.cc, req.cc, resp.cc). Return 0 or an errno; never throw.
+  int modify(const QpAttr& attr, uint32_t mask);
+  void query(QpAttr* attr) const;
+  int post_send(const SendWr& wr);
+  int post_recv(const RecvWr& wr);
+
+  // Engine entry points (device.cc calls these).
+  void on_request(const wire::ParsedPacket& pkt);   // resp.cc
+  void on_response(const wire::ParsedPacket& pkt);  // comp.cc
+  void on_cnp();
+  void on_timer(uint64_t now);         // comp.cc
+  uint32_t transmit(uint32_t budget);  // responses, then requests: packets sent
+  bool has_tx_work() const;
+  uint64_t next_timer() const;    // when on_timer must run: retransmit and CC timers
+  uint64_t next_tx_time() const;  // when transmit() could send (0: now; kNever: waits for a response)
+  bool error() const { return attr_.qp_state == QpState::kErr; }
+
+ private:
+  friend class Device;
+
+  // qp_state.cc
+  void enter_error();
+  void flush();
+  void complete_send(SendWqe& w, WcStatus status);
+  void complete_recv(const RecvWqe& w, WcStatus status, uint32_t byte_len, WcOpcode op, uint32_t flags,
+                     uint32_t imm, uint32_t src_qp, bool solicited);
+  void build_template();
+  void fill_headers(const AddressVector& av, uint32_t dqpn, wire::PacketHeaders* h) const;
+
+  // req.cc
+  uint32_t req_transmit(uint32_t budget);
+  bool req_blocked(const SendWqe& w) const;  // by fence, max_rd_atomic, credits or SQ drain
+  bool req_ready() const;                    // could send a packet now, time aside
+  bool req_send_packet(SendWqe& w);
+  int validate_local(const SendWqe& w) const;
+  void start_wqe(SendWqe& w);
+  bool send_ud(SendWqe& w);
+
+  // resp.cc
+  bool resp_take_recv_wqe();
+  WcStatus resp_place(const uint8_t* data, uint32_t len);
+  void resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev);
+  void resp_drop_message();
+  void resp_rc(const wire::ParsedPacket& pkt);
+  void resp_uc(const wire::ParsedPacket& pkt);
+  void resp_ud(const wire::ParsedPacket& pkt);
+  void resp_execute(const wire::ParsedPacket& pkt);
+  void resp_read(const wire::ParsedPacket& pkt);
+  void resp_atomic(const wire::ParsedPacket& pkt);
+  void resp_duplicate(const wire::ParsedPacket& pkt);
+  void resp_queue(const RespJob& job);
+  void resp_queue_ack(uint32_t psn);
+  uint32_t resp_transmit(uint32_t budget);
+  bool resp_send_job(RespJob& job);
+  uint8_t resp_credit_code() const;
+  void resp_np_ecn(const wire::ParsedPacket& pkt);
+
+  // comp.cc
+  void comp_ack(uint32_t psn, const wire::Aeth& aeth);
+  void comp_read_response(const wire::ParsedPacket& pkt);
+  void comp_atomic_ack(const wire::ParsedPacket& pkt);
+  bool comp_acknowledge_through(uint32_t psn);
+  void comp_retire();
+  SendWqe* comp_oldest_rd_atomic();
+  void comp_rewind(uint32_t psn);
+  void comp_fatal(WcStatus status);
+  void arm_retry_timer();
+
+  // Helpers shared by the roles.
+  SendWqe& sq_at(uint32_t idx) { return sq_[idx & sq_mask_]; }
+  const SendWqe& sq_at(uint32_t idx) const { return sq_[idx & sq_mask_]; }
+  uint32_t mtu() const { return mtu_bytes(attr_.path_mtu); }
+  // Builds and transmits one frame with `len` payload bytes gathered from the SGEs at `offset` (tx.cc).
+  // Returns false when no transmit buffer is free; nothing was sent then.
+  // Data packets (requests, READ responses) are `paced` by CC and the QP rate limit; ACKs, NAKs and CNPs
+  // are not.
+  bool emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len,
+            bool paced);
+  RecvQueue& rq();
+
+  Device* dev_;
+  uint32_t qpn_;
+  Pd* pd_;
+  QpInitAttr init_;
+  QpAttr attr_;
+  QpCounters cnt_;
+  std::unique_ptr<cc::Algorithm> cc_;
+  wire::PacketHeaders hdr_;  // RC/UC: every header field that does not change per packet (built at RTR)
+
+  // Send queue: WQEs in [comp_idx_, post_idx_) are posted and not yet completed; send_idx_ is the one the
+  // requester transmits next, from its packet send_pkt_. All indices run free and are masked on access.
+  std::vector<SendWqe> sq_;
+  std::vector<Sge> sq_sges_;
+  std::vector<uint8_t> sq_inline_;
+  uint32_t sq_mask_ = 0;
+  uint32_t post_idx_ = 0, send_idx_ = 0, comp_idx_ = 0, send_pkt_ = 0;
+
+  // Requester and completer.
+  uint32_t npsn_ = 0;           // next PSN not yet assigned to a WQE
+  uint32_t psn_hw_ = 0;         // one past the highest PSN ever transmitted (to count retransmissions)
+  uint32_t una_ = 0;            // oldest PSN not acknowledged
+  uint32_t rd_atomic_out_ = 0;  // READ/ATOMIC WQEs sent and not completed
+  uint32_t pkts_since_ackreq_ = 0;
+  uint8_t retry_left_ = 0;
+  uint8_t rnr_retry_left_ = 0;
+  uint64_t retry_deadline_ = UINT64_MAX;  // local ACK timeout
+  uint64_t rnr_until_ = 0;                // no transmission before this (RNR NAK back-off)
+  int64_t credits_ = 0;                   // end-to-end credits left; < 0 = no limit advertised
+  uint32_t credit_msgs_out_ = 0;          // WQE-consuming messages sent and not acknowledged
+  uint32_t rewound_at_ = UINT32_MAX;      // PSN last rewound to for a READ gap (one rewind per gap)
+  uint64_t pace_next_ns_ = 0;
+  uint64_t inflight_bytes_ = 0;
+
+  // Responder.
+  std::unique_ptr<RecvQueue> rq_;
+  uint32_t epsn_ = 0;
+  uint32_t msn_ = 0;
+  bool nak_sent_ = false;  // a sequence-error NAK is out for epsn_: send no other until epsn_ arrives
+  enum class InMsg : uint8_t { kNone, kSend, kWrite, kDrop } in_msg_ = InMsg::kNone;  // kDrop: UC only
+  bool have_wqe_ = false;
+  RecvWqe wqe_;  // the receive WQE a multi-packet SEND (or WRITE_IMM) fills
+  uint64_t recv_off_ = 0;
+  bool recv_len_err_ = false;
+  uint64_t write_va_ = 0;  // current multi-packet WRITE
+  uint64_t write_left_ = 0;
+  uint64_t write_len_ = 0;
+  std::vector<RdAtomicRes> res_;
+  uint32_t res_next_ = 0;
+  std::vector<RespJob> jobs_;  // ring, in PSN order
+  uint32_t jobs_head_ = 0, jobs_count_ = 0;
+  uint32_t unacked_pkts_ = 0;
+  uint64_t last_cnp_ns_ = 0;
+  bool comm_est_ = false;
+};
+
+}  // namespace uroce

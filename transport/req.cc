@@ -1,0 +1,243 @@
+// Requester: turns send-queue WQEs into request packets (IBA 9.7.1-9.7.4). Assigns PSNs, segments by path
+// MTU, sets AckReq, honours fences, max_rd_atomic, end-to-end credits and the CC pacer, and re-sends from a
+// rewound position when the completer asks for go-back-N.
+#include <algorithm>
+#include <cerrno>
+
+#include "transport/device.h"
+#include "transport/params.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+namespace {
+
+using namespace wire;
+
+bool is_rd_atomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+}
+bool is_atomic(WrOpcode op) { return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd; }
+bool has_imm(WrOpcode op) { return op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm; }
+bool is_write(WrOpcode op) { return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm; }
+
+bool opcode_allowed(QpType t, WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return true;
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return t != QpType::kUd;
+    case WrOpcode::kRdmaRead:
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+      return t == QpType::kRc;
+    default:
+      return false;  // LOCAL_INV, BIND_MW, SEND_WITH_INV: no memory windows
+  }
+}
+
+// The wire opcode of packet k of n of a SEND or WRITE (IBA table 39: RC and UC share the layout).
+uint8_t data_opcode(QpType t, WrOpcode op, uint32_t k, uint32_t n) {
+  const uint8_t base = static_cast<uint8_t>((t == QpType::kUc ? op::kUcSendFirst : op::kRcSendFirst) +
+                                            (is_write(op) ? op::kRcWriteFirst : 0));
+  const uint8_t imm = has_imm(op) ? 1 : 0;
+  if (n == 1) return static_cast<uint8_t>(base + 4 + imm);  // ONLY
+  if (k == 0) return base;                                  // FIRST
+  if (k + 1 < n) return static_cast<uint8_t>(base + 1);     // MIDDLE
+  return static_cast<uint8_t>(base + 2 + imm);              // LAST
+}
+
+}  // namespace
+
+bool consumes_recv_wqe(WrOpcode op) {
+  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+}
+
+int Qp::post_send(const SendWr& wr) {
+  const QpState st = attr_.qp_state;
+  if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) return EINVAL;
+  if (post_idx_ - comp_idx_ >= attr_.cap.max_send_wr) return ENOMEM;
+  if (wr.num_sge > attr_.cap.max_send_sge || !opcode_allowed(type(), wr.opcode)) return EINVAL;
+  uint64_t len = 0;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) len += wr.sg_list[i].length;
+  if (len > params::kMaxMsgSize) return EINVAL;
+  const bool inl = wr.send_flags & kSendInline;
+  if (inl && (len > attr_.cap.max_inline_data || is_rd_atomic(wr.opcode))) return EINVAL;
+  if (is_atomic(wr.opcode) && (wr.num_sge != 1 || len != 8)) return EINVAL;
+  if (type() == QpType::kUd && (!wr.ah || len > mtu_bytes(dev_->cfg_.port_mtu))) return EINVAL;
+
+  const uint32_t slot = post_idx_ & sq_mask_;
+  SendWqe& w = sq_[slot];
+  w = SendWqe{};
+  w.wr_id = wr.wr_id;
+  w.opcode = wr.opcode;
+  w.flags = wr.send_flags;
+  w.imm_be = wr.imm_data_be;
+  w.remote_addr = wr.remote_addr;
+  w.rkey = wr.rkey;
+  w.compare_add = wr.compare_add;
+  w.swap = wr.swap;
+  w.length = len;
+  const uint32_t sge_per = attr_.cap.max_send_sge ? attr_.cap.max_send_sge : 1;
+  Sge* sge = &sq_sges_[static_cast<size_t>(slot) * sge_per];
+  if (inl) {
+    // Inline data is copied now: the application may reuse its buffers as soon as post_send returns.
+    uint8_t* data = &sq_inline_[static_cast<size_t>(slot) * attr_.cap.max_inline_data];
+    sge_gather(wr.sg_list, wr.num_sge, 0, data, static_cast<uint32_t>(len));
+    sge[0] = Sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(len), 0};
+    w.num_sge = 1;
+  } else {
+    std::copy(wr.sg_list, wr.sg_list + wr.num_sge, sge);
+    w.num_sge = wr.num_sge;
+  }
+  w.sge = sge;
+  if (wr.ah) {
+    w.av = *wr.ah;
+    w.remote_qpn = wr.remote_qpn & kPsnMask;
+    w.remote_qkey = wr.remote_qkey;
+  }
+  ++post_idx_;
+  if (st == QpState::kErr) flush();
+  return 0;
+}
+
+int Qp::validate_local(const SendWqe& w) const {
+  if (w.flags & kSendInline) return 0;
+  const uint32_t need = is_rd_atomic(w.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
+  for (uint32_t i = 0; i < w.num_sge; ++i) {
+    const Sge& s = w.sge[i];
+    if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, need)) return -1;
+  }
+  return 0;
+}
+
+bool Qp::req_blocked(const SendWqe& w) const {
+  if (w.state != WqeState::kPosted) return false;
+  if (attr_.qp_state == QpState::kSqd) return true;  // draining: start nothing new
+  if (type() != QpType::kRc) return false;
+  if ((w.flags & kSendFence) && rd_atomic_out_) return true;
+  if (is_rd_atomic(w.opcode) && rd_atomic_out_ >= std::max<uint32_t>(1, attr_.max_rd_atomic)) return true;
+  // End-to-end flow control (IBA 9.7.7.2): with no credit left, one WQE-consuming message may still be sent
+  // as a probe when none is outstanding, so a stalled requester learns when the responder has buffers again.
+  return consumes_recv_wqe(w.opcode) && credits_ == 0 && credit_msgs_out_ > 0;
+}
+
+bool Qp::req_ready() const {
+  if (send_idx_ == post_idx_ || error()) return false;
+  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd) return false;
+  const SendWqe& w = sq_at(send_idx_);
+  if (w.status != WcStatus::kSuccess) return false;  // a local error waits for the completer
+  if (cc_->window_bytes && inflight_bytes_ >= cc_->window_bytes) return false;
+  return !req_blocked(w);
+}
+
+void Qp::start_wqe(SendWqe& w) {
+  if (validate_local(w) != 0) {
+    w.status = WcStatus::kLocProtErr;
+    w.state = WqeState::kDone;
+    comp_retire();
+    return;
+  }
+  const uint32_t m = mtu();
+  w.npkts = is_atomic(w.opcode) || type() == QpType::kUd
+                ? 1
+                : std::max<uint32_t>(1, static_cast<uint32_t>((w.length + m - 1) / m));
+  w.first_psn = npsn_;
+  npsn_ = psn_add(npsn_, w.npkts);
+  if (is_rd_atomic(w.opcode)) ++rd_atomic_out_;
+  if (type() == QpType::kRc && consumes_recv_wqe(w.opcode)) {
+    ++credit_msgs_out_;
+    if (credits_ > 0) --credits_;
+  }
+  w.state = WqeState::kSending;
+}
+
+uint32_t Qp::req_transmit(uint32_t budget) {
+  uint32_t sent = 0;
+  const uint64_t now = dev_->now();
+  while (sent < budget && req_ready() && now >= rnr_until_ && now >= pace_next_ns_) {
+    SendWqe& w = sq_at(send_idx_);
+    if (w.state == WqeState::kPosted) {
+      if (credits_ == 0 && consumes_recv_wqe(w.opcode) && type() == QpType::kRc && credit_msgs_out_ == 0)
+        dev_->cnt().add(Counter::kCreditStall);
+      start_wqe(w);
+      if (w.status != WcStatus::kSuccess) break;
+    }
+    if (!req_send_packet(w)) break;
+    ++sent;
+  }
+  return sent;
+}
+
+bool Qp::req_send_packet(SendWqe& w) {
+  const uint32_t k = send_pkt_;
+  const uint32_t psn = psn_add(w.first_psn, k);
+  const uint64_t offset = static_cast<uint64_t>(k) * mtu();
+  PacketHeaders h = hdr_;
+  if (type() == QpType::kUd) fill_headers(w.av, w.remote_qpn, &h);
+  h.bth.psn = psn;
+  if (cc_->ecn_capable)
+    h.ip.tclass = static_cast<uint8_t>((h.ip.tclass & ~3) | static_cast<uint8_t>(Ecn::kEct0));
+  uint32_t len = 0;
+  bool last = true;
+
+  if (w.opcode == WrOpcode::kRdmaRead) {
+    // A re-sent READ asks only for what has not arrived: it starts at response packet k, with that PSN.
+    h.bth.opcode = op::kRcReadRequest;
+    w.read_req_pkt = k;
+    h.reth = {w.remote_addr + offset, w.rkey, static_cast<uint32_t>(w.length - std::min(offset, w.length))};
+  } else if (is_atomic(w.opcode)) {
+    h.bth.opcode = w.opcode == WrOpcode::kAtomicCmpAndSwp ? op::kRcCmpSwap : op::kRcFetchAdd;
+    h.atomic = {w.remote_addr, w.rkey, w.opcode == WrOpcode::kAtomicCmpAndSwp ? w.swap : w.compare_add,
+                w.opcode == WrOpcode::kAtomicCmpAndSwp ? w.compare_add : 0};
+  } else if (type() == QpType::kUd) {
+    h.bth.opcode = has_imm(w.opcode) ? op::kUdSendOnlyImm : op::kUdSendOnly;
+    h.deth = {(w.remote_qkey & params::kUdQkeyPrivilegedBit) ? attr_.qkey : w.remote_qkey, qpn_};
+    h.imm_be = w.imm_be;
+    h.bth.se = w.flags & kSendSolicited;
+    len = static_cast<uint32_t>(w.length);
+  } else {
+    h.bth.opcode = data_opcode(type(), w.opcode, k, w.npkts);
+    len = static_cast<uint32_t>(std::min<uint64_t>(mtu(), w.length - offset));
+    last = k + 1 == w.npkts;
+    if (k == 0) h.reth = {w.remote_addr, w.rkey, static_cast<uint32_t>(w.length)};
+    if (last) {
+      h.imm_be = w.imm_be;
+      h.bth.se = w.flags & kSendSolicited;
+    }
+    h.bth.ackreq = type() == QpType::kRc && (last || ++pkts_since_ackreq_ >= params::kAckReqEvery);
+    if (h.bth.ackreq) pkts_since_ackreq_ = 0;
+  }
+
+  if (!emit(h, w.sge, w.num_sge, offset, len, true)) return false;
+  if (psn_before(psn, psn_hw_)) {
+    ++cnt_.retransmits;
+    dev_->cnt().add(Counter::kRetransmits);
+  }
+  // A READ request reserves the PSNs of all its responses.
+  const uint32_t end = w.opcode == WrOpcode::kRdmaRead ? psn_add(w.first_psn, w.npkts) : psn_add(psn, 1);
+  if (psn_diff(end, psn_hw_) > 0) psn_hw_ = end;
+  cc_->on_tx(dev_->now(), len);
+
+  if (type() == QpType::kRc) {
+    inflight_bytes_ += len;
+    if (retry_deadline_ == kNever) arm_retry_timer();
+  }
+  if (!last) {
+    ++send_pkt_;
+    return true;
+  }
+  send_pkt_ = 0;
+  ++send_idx_;
+  if (type() == QpType::kRc) {
+    w.state = WqeState::kSent;
+  } else {
+    w.state = WqeState::kDone;  // UC and UD complete once sent: there is no acknowledgement
+    comp_retire();
+  }
+  return true;
+}
+
+}  // namespace uroce

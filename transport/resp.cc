@@ -1,0 +1,436 @@
+// Responder: executes request packets (IBA 9.7.2-9.7.5): checks the PSN, the opcode sequence, access rights
+// and lengths; places SEND data into receive WQEs and WRITE data into registered memory; runs READs and
+// ATOMICs; and queues ACKs, NAKs and responses in PSN order. UC and UD reuse the placement code without
+// acknowledgements.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "transport/device.h"
+#include "transport/params.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+uint8_t credit_code(uint64_t available);
+
+namespace {
+
+using namespace wire;
+
+enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3 };
+
+}  // namespace
+
+int Qp::post_recv(const RecvWr& wr) {
+  if (init_.srq || attr_.qp_state == QpState::kReset) return EINVAL;  // SRQ users post to the SRQ
+  if (int e = rq_->post(wr)) return e;
+  if (error()) flush();  // a receive posted in ERR completes at once with WR_FLUSH_ERR
+  return 0;
+}
+
+void Qp::on_request(const ParsedPacket& pkt) {
+  const QpState st = attr_.qp_state;
+  if (st == QpState::kReset || st == QpState::kInit || st == QpState::kErr) {
+    dev_->cnt().add(Counter::kDropQpState);
+    return;
+  }
+  ++cnt_.rx_packets;
+  cnt_.rx_bytes += pkt.frame_len;
+  if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
+  if (!comm_est_ && st == QpState::kRtr) {
+    comm_est_ = true;
+    dev_->raise(EventType::kCommEst, qpn_);
+  }
+  switch (type()) {
+    case QpType::kRc:
+      return resp_rc(pkt);
+    case QpType::kUc:
+      return resp_uc(pkt);
+    case QpType::kUd:
+      return resp_ud(pkt);
+  }
+}
+
+void Qp::resp_rc(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const int32_t d = psn_diff(psn, epsn_);
+  if (d > 0) {  // packets were lost before this one: one sequence-error NAK per gap
+    ++cnt_.out_of_sequence;
+    dev_->cnt().add(Counter::kOutOfSequence);
+    if (!nak_sent_) {
+      nak_sent_ = true;
+      ++cnt_.seq_naks_sent;
+      dev_->cnt().add(Counter::kSeqNakSent);
+      resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kNak, kNakPsnSeq), epsn_, msn_});
+    }
+    return;
+  }
+  if (d < 0) return resp_duplicate(pkt);
+  nak_sent_ = false;
+  resp_execute(pkt);
+}
+
+// Takes the next receive WQE for an incoming message. Its SGEs are checked here, when the data lands, as an
+// RNIC does: a bad lkey is the receiver's local protection error.
+bool Qp::resp_take_recv_wqe() {
+  RecvQueue& q = rq();
+  if (q.empty()) return false;
+  wqe_ = q.front();
+  q.pop();
+  have_wqe_ = true;
+  recv_off_ = 0;
+  if (init_.srq && init_.srq->limit && q.count() < init_.srq->limit) {
+    init_.srq->limit = 0;  // one-shot: the application re-arms with modify_srq
+    dev_->raise(EventType::kSrqLimitReached, init_.srq->handle);
+  }
+  return true;
+}
+
+// Places `len` payload bytes at recv_off_ of the current receive WQE. Returns the completion status an error
+// gives the receive (kSuccess when placed).
+WcStatus Qp::resp_place(const uint8_t* data, uint32_t len) {
+  if (recv_off_ + len > wqe_.length) return WcStatus::kLocLenErr;
+  for (uint32_t i = 0; i < wqe_.num_sge; ++i) {
+    const Sge& s = wqe_.sge[i];
+    if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, kAccessLocalWrite))
+      return WcStatus::kLocProtErr;
+  }
+  sge_scatter(wqe_.sge, wqe_.num_sge, recv_off_, data, len);
+  recv_off_ += len;
+  return WcStatus::kSuccess;
+}
+
+// A request the responder cannot execute. RC: NAK it (the requester's WQE fails with the matching remote
+// error), complete the receive WQE if one was taken, raise the async event and go to ERR (IBA 9.9.3).
+void Qp::resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev) {
+  if (type() == QpType::kUc) return resp_drop_message();  // UC drops the message instead (IBA 9.8)
+  const Counter c = nak == kNakInvReq      ? Counter::kInvReqNakSent
+                    : nak == kNakRemAccess ? Counter::kRemAccessNakSent
+                                           : Counter::kRemOpNakSent;
+  dev_->cnt().add(c);
+  if (have_wqe_) {
+    complete_recv(wqe_, recv_status, 0, WcOpcode::kRecv, 0, 0, 0, true);
+    have_wqe_ = false;
+  }
+  jobs_count_ = 0;  // nothing queued may follow a fatal NAK
+  resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kNak, nak), psn, msn_});
+  resp_transmit(1);
+  dev_->raise(ev, qpn_);
+  enter_error();
+}
+
+void Qp::resp_execute(const ParsedPacket& pkt) {
+  const uint32_t m = pkt.op().mask;
+  const uint32_t psn = bth_psn(pkt.bth());
+  const bool ok_seq = in_msg_ == InMsg::kNone   ? bool(m & kStartsMessage)
+                      : in_msg_ == InMsg::kSend ? (m & kOpSend) && (m & (kMiddle | kLast))
+                                                : (m & kOpWrite) && (m & (kMiddle | kLast));
+  const bool full = m & (kFirst | kMiddle);
+  const bool ok_len = full ? pkt.payload_len == mtu() : pkt.payload_len <= mtu();
+  if (!ok_seq || !ok_len || (m & kHasIeth))  // SEND with invalidate: no memory windows to invalidate
+    return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+
+  const uint32_t need = (m & kOpWrite)    ? kAccessRemoteWrite
+                        : (m & kOpRead)   ? kAccessRemoteRead
+                        : (m & kOpAtomic) ? uint32_t{kAccessRemoteAtomic}
+                                          : 0;
+  if (need && !(attr_.qp_access_flags & need))
+    return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+
+  if (m & kOpRead) return resp_read(pkt);
+  if (m & kOpAtomic) return resp_atomic(pkt);
+
+  // A message that completes a receive needs its WQE before any of its data is placed, so that an RNR NAK
+  // leaves nothing half done and the retried packet executes from scratch.
+  const bool needs_wqe = (m & kOpSend) || (m & kConsumesRecvWqe);
+  if (needs_wqe && !have_wqe_ && !resp_take_recv_wqe()) {
+    if (type() == QpType::kUc) return resp_drop_message();  // UC has no RNR NAK: the message is lost
+    ++cnt_.rnr_naks_sent;
+    dev_->cnt().add(Counter::kRnrNakSent);
+    resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kRnrNak, attr_.min_rnr_timer), psn, msn_});
+    return;
+  }
+
+  if (m & kOpSend) {
+    const WcStatus st = resp_place(pkt.payload(), pkt.payload_len);
+    if (st == WcStatus::kLocLenErr) return resp_fail(psn, kNakInvReq, st, EventType::kQpReqErr);
+    if (st != WcStatus::kSuccess) return resp_fail(psn, kNakRemOp, st, EventType::kQpFatal);
+    in_msg_ = InMsg::kSend;
+  } else {  // RDMA WRITE
+    if (m & kStartsMessage) {
+      const Reth& r = pkt.reth();
+      write_va_ = r.va.get();
+      write_len_ = write_left_ = r.dma_len.get();
+      // A zero-length WRITE names no memory: its R_Key is not checked.
+      if (write_len_ && !dev_->mrs_.check(r.rkey.get(), pd_, write_va_, write_len_, kAccessRemoteWrite))
+        return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+    }
+    if (pkt.payload_len > write_left_ || ((m & kEndsMessage) && pkt.payload_len != write_left_))
+      return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+    std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload(), pkt.payload_len);
+    write_va_ += pkt.payload_len;
+    write_left_ -= pkt.payload_len;
+    in_msg_ = InMsg::kWrite;
+  }
+
+  if (m & kEndsMessage) {
+    if (m & kCompletesRecv) {
+      const bool imm = m & kHasImmDt;
+      uint32_t imm_be = 0;
+      if (imm) std::memcpy(&imm_be, pkt.immdt().b, 4);
+      const bool write = m & kOpWrite;
+      complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(write ? write_len_ : recv_off_),
+                    write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, imm ? uint32_t{kWcWithImm} : 0u,
+                    imm_be, 0, bth_se(pkt.bth()));
+      have_wqe_ = false;
+    }
+    in_msg_ = InMsg::kNone;
+    msn_ = psn_add(msn_, 1);
+  }
+  epsn_ = psn_add(epsn_, 1);
+  if (type() != QpType::kRc) return;
+  if (bth_ackreq(pkt.bth()) || ++unacked_pkts_ >= params::kMaxPendingAcks) resp_queue_ack(psn);
+}
+
+void Qp::resp_uc(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const uint32_t m = pkt.op().mask;
+  if (psn != epsn_) {  // packets were lost: the message they belonged to is dropped (IBA 9.8.3)
+    ++cnt_.out_of_sequence;
+    dev_->cnt().add(Counter::kOutOfSequence);
+    if (in_msg_ != InMsg::kNone) resp_drop_message();
+    epsn_ = psn;
+  }
+  if (in_msg_ == InMsg::kDrop && (m & kStartsMessage)) in_msg_ = InMsg::kNone;
+  if (in_msg_ == InMsg::kDrop || (in_msg_ == InMsg::kNone && !(m & kStartsMessage))) {
+    epsn_ = psn_add(psn, 1);
+    return;
+  }
+  resp_execute(pkt);
+}
+
+// UC: forget the message in progress; its receive WQE, if one was taken, is reused for the next message.
+void Qp::resp_drop_message() {
+  dev_->cnt().add(Counter::kDropUcMessage);
+  in_msg_ = InMsg::kDrop;
+  recv_off_ = 0;
+  epsn_ = psn_add(epsn_, 1);
+}
+
+void Qp::resp_ud(const ParsedPacket& pkt) {
+  const Deth& deth = pkt.deth();
+  if (deth.qkey.get() != attr_.qkey) {
+    dev_->cnt().add(Counter::kDropQkey);
+    return;
+  }
+  if (!resp_take_recv_wqe()) {
+    dev_->cnt().add(Counter::kDropUdNoWqe);
+    return;
+  }
+  // A UD receive buffer starts with the 40-byte GRH (IBA 11.4.1.1 / rdma-core ibv_post_recv(3)).
+  uint8_t grh[sizeof(Grh)];
+  write_recv_grh(pkt, grh);
+  WcStatus st = resp_place(grh, sizeof(grh));
+  if (st == WcStatus::kSuccess) st = resp_place(pkt.payload(), pkt.payload_len);
+  const uint32_t m = pkt.op().mask;
+  uint32_t imm_be = 0;
+  if (m & kHasImmDt) std::memcpy(&imm_be, pkt.immdt().b, 4);
+  have_wqe_ = false;
+  if (st != WcStatus::kSuccess) return complete_recv(wqe_, st, 0, WcOpcode::kRecv, 0, 0, 0, true);
+  complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(sizeof(grh) + pkt.payload_len),
+                WcOpcode::kRecv, kWcGrh | ((m & kHasImmDt) ? uint32_t{kWcWithImm} : 0u), imm_be,
+                deth.src_qp.get(), bth_se(pkt.bth()));
+}
+
+// Notification point (DCQCN NP, A17.9): a CE-marked packet makes the receiver send a CNP to the sender's QP,
+// at most one per min_time_between_cnps.
+void Qp::resp_np_ecn(const ParsedPacket& pkt) {
+  dev_->cnt().add(Counter::kEcnMarked);
+  const uint64_t now = dev_->now();
+  if (last_cnp_ns_ && now - last_cnp_ns_ < params::kCnpMinIntervalNs) return;
+  last_cnp_ns_ = now;
+  PacketHeaders h = hdr_;
+  const PacketHeaders in = decode_headers(pkt);
+  h.eth.dst = in.eth.src;
+  h.eth.src = dev_->cfg_.mac;
+  h.ip = in.ip;
+  h.ip.src = in.ip.dst;
+  h.ip.dst = in.ip.src;
+  h.ip.tclass = 0xC2;  // DSCP 48 and ECT(0), as ConnectX sends CNPs
+  h.udp_sport = in.udp_sport;
+  h.bth = BthFields{};
+  h.bth.opcode = op::kCnp;
+  h.bth.migreq = false;
+  h.bth.resv8a = 0x40;  // BECN
+  h.bth.dqpn = type() == QpType::kUd ? pkt.deth().src_qp.get() : attr_.dest_qp_num;
+  if (emit(h, nullptr, 0, 0, 0, false)) dev_->cnt().add(Counter::kCnpSent);
+}
+
+void Qp::on_cnp() {
+  dev_->cnt().add(Counter::kCnpRcvd);
+  ++cc_->cnp_handled;
+  cc_->on_cnp(dev_->now());
+}
+
+uint32_t Qp::transmit(uint32_t budget) {
+  // Responses first: they unblock the peer's requester and carry no local backlog.
+  const uint32_t sent = resp_transmit(budget);
+  return sent + req_transmit(budget - sent);
+}
+
+bool Qp::has_tx_work() const { return jobs_count_ || req_ready(); }
+
+uint64_t Qp::next_timer() const { return std::min(retry_deadline_, cc_->next_timer_ns()); }
+
+uint64_t Qp::next_tx_time() const {
+  if (jobs_count_) return 0;
+  return req_ready() ? std::max(rnr_until_, pace_next_ns_) : kNever;
+}
+
+void Qp::resp_read(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const Reth& r = pkt.reth();
+  const uint64_t len = r.dma_len.get();
+  if (len && !dev_->mrs_.check(r.rkey.get(), pd_, r.va.get(), len, kAccessRemoteRead))
+    return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+  const uint32_t npkts = std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu() - 1) / mtu()));
+  RdAtomicRes& res = res_[res_next_++ % res_.size()];
+  res = RdAtomicRes{true, false, psn, psn_add(psn, npkts - 1), 0};
+  resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, r.va.get(), len, r.rkey.get()});
+  epsn_ = psn_add(epsn_, npkts);
+  msn_ = psn_add(msn_, 1);
+  unacked_pkts_ = 0;
+}
+
+void Qp::resp_atomic(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const AtomicEth& a = pkt.atomic_eth();
+  const uint64_t va = a.va.get();
+  // An atomic target must be 8-byte aligned; a misaligned one is an invalid request.
+  if (va % 8) return resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
+  if (!dev_->mrs_.check(a.rkey.get(), pd_, va, 8, kAccessRemoteAtomic))
+    return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+  // The target may be in use by local threads too: a real atomic, sequentially consistent.
+  auto* target = reinterpret_cast<uint64_t*>(va);
+  uint64_t orig;
+  if (pkt.opcode == op::kRcCmpSwap) {
+    orig = a.compare.get();
+    __atomic_compare_exchange_n(target, &orig, a.swap_add.get(), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  } else {
+    orig = __atomic_fetch_add(target, a.swap_add.get(), __ATOMIC_SEQ_CST);
+  }
+  RdAtomicRes& res = res_[res_next_++ % res_.size()];
+  res = RdAtomicRes{true, true, psn, psn, orig};
+  RespJob job{RespJob::kAtomicAck, 0, psn, msn_ = psn_add(msn_, 1)};
+  job.orig = orig;
+  resp_queue(job);
+  epsn_ = psn_add(epsn_, 1);
+  unacked_pkts_ = 0;
+}
+
+// A request with a PSN before epsn_: the requester re-sent it because a response was lost. SEND and WRITE
+// are not executed again, only acknowledged; a READ is re-executed from the saved resource; an ATOMIC is
+// answered with its saved result and never applied twice.
+void Qp::resp_duplicate(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const uint32_t m = pkt.op().mask;
+  ++cnt_.duplicates;
+  dev_->cnt().add(Counter::kDuplicateRequest);
+  if (!(m & (kOpRead | kOpAtomic))) return resp_queue_ack(psn_add(epsn_, kPsnMask));
+  for (const RdAtomicRes& r : res_) {
+    if (!r.valid || psn_diff(psn, r.psn) < 0 || psn_diff(psn, r.last_psn) > 0) continue;
+    if ((m & kOpAtomic) && r.is_atomic && r.psn == psn) {
+      RespJob job{RespJob::kAtomicAck, 0, psn, msn_};
+      job.orig = r.orig;
+      return resp_queue(job);
+    }
+    if ((m & kOpRead) && !r.is_atomic) {
+      const Reth& reth = pkt.reth();
+      const uint64_t len = reth.dma_len.get();
+      if (len && !dev_->mrs_.check(reth.rkey.get(), pd_, reth.va.get(), len, kAccessRemoteRead)) return;
+      return resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
+    }
+  }
+  // No saved resource (it was reused): drop; the requester retries and times out if this persists.
+}
+
+void Qp::resp_queue(const RespJob& job) {
+  if (jobs_count_ == jobs_.size()) return;  // full: the requester's retry recovers
+  jobs_[(jobs_head_ + jobs_count_++) % jobs_.size()] = job;
+}
+
+// Coalesces ACKs: a queued ACK not yet sent is moved forward instead of queueing another.
+void Qp::resp_queue_ack(uint32_t psn) {
+  unacked_pkts_ = 0;
+  if (jobs_count_) {
+    RespJob& tail = jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()];
+    if (tail.kind == RespJob::kAck) {
+      tail.psn = psn;
+      tail.msn = msn_;
+      return;
+    }
+  }
+  resp_queue(RespJob{RespJob::kAck, 0, psn, msn_});
+}
+
+uint8_t Qp::resp_credit_code() const {
+  if (init_.srq) return 31;  // an SRQ is shared among QPs: advertise no per-QP limit
+  const uint32_t avail = rq_->count();
+  return credit_code(avail);
+}
+
+uint32_t Qp::resp_transmit(uint32_t budget) {
+  uint32_t sent = 0;
+  while (sent < budget && jobs_count_) {
+    RespJob& job = jobs_[jobs_head_];
+    if (!resp_send_job(job)) break;
+    ++sent;
+    const bool done = job.kind != RespJob::kRead || job.left == 0;
+    if (job.kind == RespJob::kRead) job.first = false;
+    if (done) {
+      jobs_head_ = static_cast<uint32_t>((jobs_head_ + 1) % jobs_.size());
+      --jobs_count_;
+    }
+  }
+  return sent;
+}
+
+// Sends one packet of `job`. READ jobs send one response per call and advance.
+bool Qp::resp_send_job(RespJob& job) {
+  PacketHeaders h = hdr_;
+  h.bth.psn = job.psn;
+  h.aeth.msn = job.msn;
+  h.aeth.syndrome =
+      job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, resp_credit_code());
+  if (job.kind == RespJob::kAck || job.kind == RespJob::kNak) {
+    h.bth.opcode = op::kRcAck;
+    if (!emit(h, nullptr, 0, 0, 0, false)) return false;
+    if (job.kind == RespJob::kAck) dev_->cnt().add(Counter::kAcksSent);
+    return true;
+  }
+  if (job.kind == RespJob::kAtomicAck) {
+    h.bth.opcode = op::kRcAtomicAck;
+    h.atomic_ack_orig = job.orig;
+    return emit(h, nullptr, 0, 0, 0, false);
+  }
+  const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu(), job.left));
+  const bool last = job.left <= mtu();
+  h.bth.opcode = job.first ? (last ? op::kRcReadRespOnly : op::kRcReadRespFirst)
+                           : (last ? op::kRcReadRespLast : op::kRcReadRespMiddle);
+  if (cc_->ecn_capable)
+    h.ip.tclass = static_cast<uint8_t>((h.ip.tclass & ~3) | static_cast<uint8_t>(Ecn::kEct0));
+  // Re-check the region on every packet: the application may deregister it while a READ is answered.
+  if (len && !dev_->mrs_.check(job.rkey, pd_, job.va, len, kAccessRemoteRead)) {
+    job.left = 0;
+    return true;
+  }
+  const Sge src{job.va, len, 0};
+  if (!emit(h, &src, 1, 0, len, true)) return false;
+  job.va += len;
+  job.left -= len;
+  job.psn = psn_add(job.psn, 1);
+  return true;
+}
+
+}  // namespace uroce
