@@ -33,6 +33,11 @@ bool rd_or_atomic(WrOpcode op) {
 
 uint32_t last_psn(const SendWqe& w) { return psn_add(w.first_psn, w.npkts - 1); }
 
+// The first PSN of `w` not yet answered: a READ's first missing response packet, else its first PSN.
+uint32_t expected_response(const SendWqe& w, uint32_t mtu) {
+  return psn_add(w.first_psn, static_cast<uint32_t>(w.read_done / mtu));
+}
+
 }  // namespace
 
 uint64_t rnr_delay_ns(uint8_t code) { return kRnrDelayNs[code & 31]; }
@@ -149,88 +154,107 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
   }
 }
 
-// The oldest READ or ATOMIC not yet answered: responses arrive for it first.
-SendWqe* Qp::comp_oldest_rd_atomic() {
+// A response arrived at `psn` for a later request while `expect` is still missing: responses leave the
+// responder in PSN order, so the missing one was lost. Go back to it at once rather than waiting for the
+// local ACK timeout. Responses of the round already on the wire keep arriving with rising PSNs and must not
+// rewind again; a PSN that falls back means the re-sent round has started and lost its head too.
+void Qp::comp_implicit_nak(uint32_t expect, uint32_t psn) {
+  ++cnt_.out_of_sequence;
+  dev_->cnt().add(Counter::kImplicitNak);
+  if (rewound_at_ == expect) {
+    const bool same_round = psn_diff(psn, gap_psn_) > 0;
+    gap_psn_ = psn;
+    if (same_round || !resent_) return;
+  }
+  rewound_at_ = expect;
+  gap_psn_ = psn;
+  resent_ = false;
+  comp_rewind(expect);
+}
+
+// Finds the READ/ATOMIC WQE a response at `psn` answers. The oldest unanswered one must come first; a
+// response for a later one means a response of the oldest was lost (implicit NAK) but is still placed, so
+// the go-back-N round that follows need not fetch it again. Returns nullptr after counting anything else.
+SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
+  if (psn_diff(psn, psn_hw_) >= 0) {
+    dev_->cnt().add(Counter::kGhostResponse);
+    return nullptr;
+  }
+  SendWqe* oldest = nullptr;
   for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
     SendWqe& w = sq_at(i);
-    if (w.state == WqeState::kPosted) return nullptr;
-    if (rd_or_atomic(w.opcode) && w.state != WqeState::kDone) return &w;
+    if (w.state == WqeState::kPosted || psn_diff(psn, w.first_psn) < 0) break;
+    if (!rd_or_atomic(w.opcode) || w.state == WqeState::kDone) continue;
+    if (!oldest) oldest = &w;
+    if (psn_diff(psn, last_psn(w)) > 0) continue;
+    const uint32_t expect = expected_response(w, mtu());
+    const int32_t d = psn_diff(psn, expect);
+    if (d < 0) break;
+    const uint32_t oldest_expect = expected_response(*oldest, mtu());
+    if (d > 0 || read != (w.opcode == WrOpcode::kRdmaRead)) {
+      comp_implicit_nak(oldest_expect, psn);
+      return nullptr;
+    }
+    if (&w != oldest) comp_implicit_nak(oldest_expect, psn);
+    if (rewound_at_ == expect) rewound_at_ = UINT32_MAX;  // the lost response has come back
+    *oldest_out = &w == oldest;
+    return &w;
   }
+  dev_->cnt().add(Counter::kDuplicateResponse);
   return nullptr;
+}
+
+// Bookkeeping once the response that ends a READ or ATOMIC is placed.
+void Qp::comp_rd_atomic_done(SendWqe& w, bool oldest) {
+  w.state = WqeState::kDone;
+  --rd_atomic_out_;
+  if (!oldest) return;  // completes in order, after the older ones
+  una_ = psn_add(last_psn(w), 1);
+  if (una_ == psn_hw_) retry_deadline_ = kNever;
+  comp_retire();
 }
 
 void Qp::comp_read_response(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
-  SendWqe* w = comp_oldest_rd_atomic();
-  if (!w || w->opcode != WrOpcode::kRdmaRead) {
-    dev_->cnt().add(Counter::kGhostResponse);
-    return;
-  }
-  const uint32_t done_pkts = static_cast<uint32_t>(w->read_done / mtu());
-  const uint32_t expect = psn_add(w->first_psn, done_pkts);
-  const int32_t d = psn_diff(psn, expect);
-  if (d < 0 || psn_diff(psn, last_psn(*w)) > 0) {
-    dev_->cnt().add(d < 0 ? Counter::kDuplicateResponse : Counter::kGhostResponse);
-    return;
-  }
-  if (d > 0) {  // responses lost in between: ask again from the first missing one, once per gap
-    ++cnt_.out_of_sequence;
-    dev_->cnt().add(Counter::kOutOfSequence);
-    if (rewound_at_ != expect) {
-      rewound_at_ = expect;
-      comp_rewind(expect);
-    }
-    return;
-  }
+  bool oldest = false;
+  SendWqe* w = comp_match_response(psn, true, &oldest);
+  if (!w) return;
   const uint32_t m = pkt.op().mask;
   const uint64_t left = w->length - w->read_done;
   // A response stream starts (FIRST/ONLY) where the last READ request asked it to: a re-sent READ is a new
   // request for the rest of the data.
-  const bool first_ok = (done_pkts == w->read_req_pkt) == bool(m & kStartsMessage);
+  const bool first_ok = (w->read_done / mtu() == w->read_req_pkt) == bool(m & kStartsMessage);
   const bool len_ok = (m & kEndsMessage) ? pkt.payload_len == left : pkt.payload_len == mtu() && left > mtu();
   if (!first_ok || !len_ok) {
     dev_->cnt().add(Counter::kDropMalformed);
     return;
   }
-  // The response acknowledges every request before the READ.
-  comp_acknowledge_through(psn_add(w->first_psn, kPsnMask));
-  if (psn == rewound_at_) rewound_at_ = UINT32_MAX;  // the re-requested stream has started
   sge_scatter(w->sge, w->num_sge, w->read_done, pkt.payload(), pkt.payload_len);
   w->read_done += pkt.payload_len;
-  if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
-  retry_left_ = attr_.retry_cnt;
   cc_->on_ack(dev_->now(), pkt.payload_len, 0);
-  arm_retry_timer();
-  if (m & kEndsMessage) {
-    w->state = WqeState::kDone;
-    --rd_atomic_out_;
-    una_ = psn_add(last_psn(*w), 1);
-    if (una_ == psn_hw_) retry_deadline_ = kNever;
-    comp_retire();
+  if (oldest) {
+    // The response acknowledges every request before the READ, and is progress.
+    comp_acknowledge_through(psn_add(w->first_psn, kPsnMask));
+    if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
+    retry_left_ = attr_.retry_cnt;
+    arm_retry_timer();
   }
+  if (m & kEndsMessage) comp_rd_atomic_done(*w, oldest);
 }
 
 void Qp::comp_atomic_ack(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
-  SendWqe* w = comp_oldest_rd_atomic();
-  if (!w || w->opcode == WrOpcode::kRdmaRead || w->first_psn != psn) {
-    dev_->cnt().add(w && psn_before(psn, w->first_psn) ? Counter::kDuplicateResponse
-                                                       : Counter::kGhostResponse);
-    return;
-  }
-  comp_acknowledge_through(psn_add(psn, kPsnMask));
+  bool oldest = false;
+  SendWqe* w = comp_match_response(psn, false, &oldest);
+  if (!w) return;
   const uint64_t orig = pkt.atomic_ack_eth().orig.get();
   sge_scatter(w->sge, w->num_sge, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
-  w->state = WqeState::kDone;
-  --rd_atomic_out_;
-  if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
-  retry_left_ = attr_.retry_cnt;
-  if (una_ == psn_hw_) {
-    retry_deadline_ = kNever;
-  } else {
+  if (oldest) {
+    comp_acknowledge_through(psn_add(psn, kPsnMask));
+    retry_left_ = attr_.retry_cnt;
     arm_retry_timer();
   }
-  comp_retire();
+  comp_rd_atomic_done(*w, oldest);
 }
 
 // Completes finished WQEs in posting order (a completion never overtakes an earlier WQE's).
@@ -249,6 +273,11 @@ void Qp::comp_retire() {
     send_idx_ = comp_idx_;
     send_pkt_ = 0;
   }
+  // Everything before the oldest WQE still open is acknowledged (some were answered out of order).
+  const bool open = comp_idx_ != post_idx_ && sq_at(comp_idx_).state != WqeState::kPosted;
+  const uint32_t floor = open ? expected_response(sq_at(comp_idx_), mtu()) : psn_hw_;
+  if (psn_diff(floor, una_) > 0) una_ = floor;
+  if (una_ == psn_hw_) retry_deadline_ = kNever;
   if (attr_.qp_state == QpState::kSqd && attr_.sq_draining && comp_idx_ == send_idx_) {
     attr_.sq_draining = false;
     if (attr_.en_sqd_async_notify) dev_->raise(EventType::kSqDrained, qpn_);
@@ -296,6 +325,7 @@ void Qp::on_timer(uint64_t now) {
   if (retry_left_ == 0) return comp_fatal(WcStatus::kRetryExcErr);
   --retry_left_;
   comp_rewind(una_);
+  arm_retry_timer();  // counts from the re-send (re-armed by it), or again if nothing could be re-sent
 }
 
 }  // namespace uroce

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cc/cc.h"
@@ -129,6 +130,8 @@ class Qp {
   uint64_t next_timer() const;    // when on_timer must run: retransmit and CC timers
   uint64_t next_tx_time() const;  // when transmit() could send (0: now; kNever: waits for a response)
   bool error() const { return attr_.qp_state == QpState::kErr; }
+  // One line of requester/responder state for diagnostics (uroce stats, failing tests).
+  std::string debug_state() const;
 
  private:
   friend class Device;
@@ -164,6 +167,7 @@ class Qp {
   void resp_atomic(const wire::ParsedPacket& pkt);
   void resp_duplicate(const wire::ParsedPacket& pkt);
   void resp_queue(const RespJob& job);
+  bool resp_trim_jobs(uint32_t psn);
   void resp_queue_ack(uint32_t psn);
   uint32_t resp_transmit(uint32_t budget);
   bool resp_send_job(RespJob& job);
@@ -176,7 +180,9 @@ class Qp {
   void comp_atomic_ack(const wire::ParsedPacket& pkt);
   bool comp_acknowledge_through(uint32_t psn);
   void comp_retire();
-  SendWqe* comp_oldest_rd_atomic();
+  SendWqe* comp_match_response(uint32_t psn, bool read, bool* oldest);
+  void comp_rd_atomic_done(SendWqe& w, bool oldest);
+  void comp_implicit_nak(uint32_t expect, uint32_t psn);
   void comp_rewind(uint32_t psn);
   void comp_fatal(WcStatus status);
   void arm_retry_timer();
@@ -222,7 +228,9 @@ class Qp {
   uint64_t rnr_until_ = 0;                // no transmission before this (RNR NAK back-off)
   int64_t credits_ = 0;                   // end-to-end credits left; < 0 = no limit advertised
   uint32_t credit_msgs_out_ = 0;          // WQE-consuming messages sent and not acknowledged
-  uint32_t rewound_at_ = UINT32_MAX;      // PSN last rewound to for a READ gap (one rewind per gap)
+  uint32_t rewound_at_ = UINT32_MAX;      // PSN an implicit NAK last rewound to
+  uint32_t gap_psn_ = 0;                  // the latest response PSN seen beyond rewound_at_
+  bool resent_ = false;                   // rewound_at_ has been transmitted again since
   uint64_t pace_next_ns_ = 0;
   uint64_t inflight_bytes_ = 0;
 
@@ -230,7 +238,8 @@ class Qp {
   std::unique_ptr<RecvQueue> rq_;
   uint32_t epsn_ = 0;
   uint32_t msn_ = 0;
-  bool nak_sent_ = false;  // a sequence-error NAK is out for epsn_: send no other until epsn_ arrives
+  bool nak_sent_ = false;     // a sequence-error NAK is out for epsn_
+  uint32_t nak_gap_psn_ = 0;  // the latest out-of-sequence PSN since that NAK
   enum class InMsg : uint8_t { kNone, kSend, kWrite, kDrop } in_msg_ = InMsg::kNone;  // kDrop: UC only
   bool have_wqe_ = false;
   RecvWqe wqe_;  // the receive WQE a multi-packet SEND (or WRITE_IMM) fills

@@ -1,6 +1,7 @@
 // The QP state machine (IBA 10.3.1, 11.2.4.2): which transitions modify_qp accepts with which attribute
 // masks, what each transition does, and how a QP in error flushes its work.
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "transport/device.h"
@@ -161,7 +162,7 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       break;
     case QpState::kRtr:
       build_template();
-      jobs_.assign(std::max<uint32_t>(4, attr_.max_dest_rd_atomic + 2u) * 2, RespJob{});
+      jobs_.assign(2u * attr_.max_dest_rd_atomic + 8u, RespJob{});
       jobs_head_ = jobs_count_ = 0;
       nak_sent_ = false;
       in_msg_ = InMsg::kNone;
@@ -182,6 +183,19 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       break;
   }
   return 0;
+}
+
+std::string Qp::debug_state() const {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "qp %u %s: sq post=%u send=%u.%u comp=%u npsn=%u una=%u hw=%u rd_out=%u credits=%lld "
+                "retry_left=%u timer=%s rewound=%d resent=%d ready=%d head=%d/%d | rq epsn=%u msn=%u jobs=%u",
+                qpn_, qp_state_name(attr_.qp_state), post_idx_, send_idx_, send_pkt_, comp_idx_, npsn_, una_,
+                psn_hw_, rd_atomic_out_, static_cast<long long>(credits_), retry_left_,
+                retry_deadline_ == kNever ? "off" : "on", static_cast<int>(rewound_at_), resent_, req_ready(),
+                static_cast<int>(sq_at(send_idx_).state), static_cast<int>(sq_at(send_idx_).status), epsn_,
+                msn_, jobs_count_);
+  return buf;
 }
 
 void Qp::query(QpAttr* out) const {

@@ -159,6 +159,15 @@ uint32_t Qp::req_transmit(uint32_t budget) {
   const uint64_t now = dev_->now();
   while (sent < budget && req_ready() && now >= rnr_until_ && now >= pace_next_ns_) {
     SendWqe& w = sq_at(send_idx_);
+    // Going back N re-sends what the responder discarded. A READ or ATOMIC already answered (placed while
+    // an older one was missing) is not asked again; a READ resumes at its first missing packet.
+    if (w.state == WqeState::kDone && w.status == WcStatus::kSuccess) {
+      ++send_idx_;
+      send_pkt_ = 0;
+      continue;
+    }
+    if (w.opcode == WrOpcode::kRdmaRead)
+      send_pkt_ = std::max(send_pkt_, static_cast<uint32_t>(w.read_done / mtu()));
     if (w.state == WqeState::kPosted) {
       if (credits_ == 0 && consumes_recv_wqe(w.opcode) && type() == QpType::kRc && credit_msgs_out_ == 0)
         dev_->cnt().add(Counter::kCreditStall);
@@ -212,6 +221,7 @@ bool Qp::req_send_packet(SendWqe& w) {
   }
 
   if (!emit(h, w.sge, w.num_sge, offset, len, true)) return false;
+  if (psn == rewound_at_) resent_ = true;
   if (psn_before(psn, psn_hw_)) {
     ++cnt_.retransmits;
     dev_->cnt().add(Counter::kRetransmits);

@@ -55,10 +55,15 @@ void Qp::on_request(const ParsedPacket& pkt) {
 void Qp::resp_rc(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const int32_t d = psn_diff(psn, epsn_);
-  if (d > 0) {  // packets were lost before this one: one sequence-error NAK per gap
+  if (d > 0) {  // packets were lost before this one
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
-    if (!nak_sent_) {
+    // One sequence-error NAK per gap (IBA 9.7.5.1.2), and the rest of the round is dropped silently. A PSN
+    // that falls back means the requester's go-back-N round has begun and lost its head again: that new
+    // round gets its own NAK, instead of leaving recovery to the local ACK timeout.
+    const bool new_round = nak_sent_ && psn_diff(psn, nak_gap_psn_) <= 0;
+    nak_gap_psn_ = psn;
+    if (!nak_sent_ || new_round) {
       nak_sent_ = true;
       ++cnt_.seq_naks_sent;
       dev_->cnt().add(Counter::kSeqNakSent);
@@ -341,6 +346,7 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
   for (const RdAtomicRes& r : res_) {
     if (!r.valid || psn_diff(psn, r.psn) < 0 || psn_diff(psn, r.last_psn) > 0) continue;
     if ((m & kOpAtomic) && r.is_atomic && r.psn == psn) {
+      resp_trim_jobs(psn);
       RespJob job{RespJob::kAtomicAck, 0, psn, msn_};
       job.orig = r.orig;
       return resp_queue(job);
@@ -349,10 +355,26 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
       const Reth& reth = pkt.reth();
       const uint64_t len = reth.dma_len.get();
       if (len && !dev_->mrs_.check(reth.rkey.get(), pd_, reth.va.get(), len, kAccessRemoteRead)) return;
+      if (!resp_trim_jobs(psn)) return;  // an earlier request's responses are still on their way to psn
       return resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
     }
   }
   // No saved resource (it was reused): drop; the requester retries and times out if this persists.
+}
+
+// A duplicate READ or ATOMIC at `psn` means the requester went back to `psn`: every queued response from
+// `psn` on is stale (it would be discarded) and goes. Returns false, trimming nothing, when a queued READ
+// stream has not reached `psn` yet: the request is then an old duplicate that stream already answers.
+bool Qp::resp_trim_jobs(uint32_t psn) {
+  for (uint32_t i = 0; i < jobs_count_; ++i) {
+    const RespJob& j = jobs_[(jobs_head_ + i) % jobs_.size()];
+    if (j.kind == RespJob::kRead && psn_before(j.psn, psn) &&
+        j.left > static_cast<uint64_t>(psn_diff(psn, j.psn)) * mtu())
+      return false;
+  }
+  while (jobs_count_ && !psn_before(jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()].psn, psn))
+    --jobs_count_;
+  return true;
 }
 
 void Qp::resp_queue(const RespJob& job) {

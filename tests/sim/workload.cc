@@ -60,7 +60,8 @@ class Workload {
     const uint64_t start = net_.now_ns();
     const auto status = net_.run_until([this] { return step(); }, start + cfg_.max_virtual_ns);
     if (res_.error.empty() && res_.completed < cfg_.messages)
-      fail(std::string("stopped early: ") + sim::run_status_name(status));
+      fail(std::string("stopped early: ") + sim::run_status_name(status) + "; " + qa_->debug_state() + "; " +
+           qb_->debug_state());
     res_.ok = res_.error.empty();
     res_.virtual_ns = net_.now_ns() - start;
     res_.retransmits = a_.dev->counters()[Counter::kRetransmits] + b_.dev->counters()[Counter::kRetransmits];

@@ -18,7 +18,7 @@ struct WorkloadConfig {
   uint32_t w_send = 1, w_write = 1, w_write_imm = 1, w_read = 1, w_atomic = 1;
   Mtu mtu = Mtu::k4096;
   sim::LinkConfig link;
-  uint8_t timeout = 8;  // ~1 ms
+  uint8_t timeout = 12;  // ~17 ms: above the queueing of 16 outstanding 1 MiB READs at line rate
   uint64_t max_virtual_ns = 600'000'000'000;
 };
 

@@ -21,7 +21,7 @@ Endpoint::Endpoint(sim::SimNetwork& net, uint8_t n, const EndpointOptions& opt) 
   sim::PortConfig pc;
   pc.mac = mac_u64(cfg.mac);
   pc.pool_frames = 4096;
-  pc.tx_ring_frames = 256;  // a NIC's tx ring: the backlog stays in the send queues, not on the wire
+  pc.tx_ring_frames = 64;  // a NIC's tx ring: the backlog stays in the send queues, not on the wire
   port = &net.add_port(pc);
   dev = std::make_unique<Device>(cfg, port, &net.clock());
   if (dev->alloc_pd(&pd) || dev->create_cq(opt.cqe, &cq) ||

@@ -91,8 +91,13 @@ uint64_t SimNetwork::round() {
     ++polls_;
     n.node->poll();
   }
+  return next_time();
+}
+
+uint64_t SimNetwork::next_time() const {
   const uint64_t now = clock_.now_ns();
   uint64_t next = events_.next_time();
+  uint64_t deadline;
   for (const NodeRec& n : nodes_) {
     if (ready(n, &deadline)) return now;
     next = std::min(next, deadline);
@@ -111,8 +116,11 @@ RunStatus SimNetwork::run_until(const std::function<bool()>& done, uint64_t max_
   if (done && done()) return RunStatus::kDone;
   uint32_t spins = 0;
   for (;;) {
-    const uint64_t next = round();
-    if (done && done()) return RunStatus::kDone;
+    uint64_t next = round();
+    if (done) {
+      if (done()) return RunStatus::kDone;
+      next = next_time();  // done() may have given the nodes work (posted a WR, woken a node)
+    }
     if (next == kNever) return RunStatus::kIdle;
     if (next > max_virtual_ns) {
       clock_.set(std::max(clock_.now_ns(), max_virtual_ns));

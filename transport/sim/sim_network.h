@@ -97,6 +97,7 @@ class SimNetwork {
   };
 
   uint64_t round();  // deliver, poll ready nodes; returns the next time something happens (now if ready)
+  uint64_t next_time() const;  // the next time something happens, as things stand
   bool ready(const NodeRec& n, uint64_t* deadline) const;
   Link& add_link(const LinkConfig& cfg, FrameSink& sink, std::unique_ptr<EgressQueue> q);
 
