@@ -125,8 +125,9 @@ class Workload {
   }
 
   uint32_t pick_len() {
-    const double lg = std::uniform_real_distribution<double>(0, std::log2(cfg_.max_len))(rng_);
-    return std::clamp<uint32_t>(static_cast<uint32_t>(std::exp2(lg)), 1, cfg_.max_len);
+    const double lg =
+        std::uniform_real_distribution<double>(std::log2(cfg_.min_len), std::log2(cfg_.max_len))(rng_);
+    return std::clamp<uint32_t>(static_cast<uint32_t>(std::exp2(lg)), cfg_.min_len, cfg_.max_len);
   }
 
   void post_one() {

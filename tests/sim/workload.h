@@ -12,8 +12,9 @@ namespace uroce::test {
 struct WorkloadConfig {
   uint64_t seed = 1;
   uint32_t messages = 1000;
-  uint32_t max_len = 1 << 20;  // sizes are log-uniform in [1, max_len]
-  uint32_t depth = 16;         // operations in flight
+  uint32_t min_len = 1;  // sizes are log-uniform in [min_len, max_len]
+  uint32_t max_len = 1 << 20;
+  uint32_t depth = 16;  // operations in flight
   // Relative weights of the operations.
   uint32_t w_send = 1, w_write = 1, w_write_imm = 1, w_read = 1, w_atomic = 1;
   Mtu mtu = Mtu::k4096;
