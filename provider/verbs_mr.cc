@@ -1,0 +1,127 @@
+// Protection domains, memory regions and address handles.
+#include <cstring>
+#include <new>
+
+#include "provider/provider.h"
+
+namespace uroce::provider {
+
+namespace {
+
+ibv_pd* alloc_pd(ibv_context* c) {
+  auto* p = new (std::nothrow) UPd{};
+  if (!p) return errno = ENOMEM, nullptr;
+  std::lock_guard lock(engine(c).mu());
+  if (int e = engine(c).dev().alloc_pd(&p->pd)) {
+    delete p;
+    return errno = e, nullptr;
+  }
+  p->ibv.context = c;
+  p->ibv.handle = p->pd->handle;
+  return &p->ibv;
+}
+
+int dealloc_pd(ibv_pd* ibv) {
+  UPd* p = upd(ibv);
+  std::lock_guard lock(engine(ibv->context).mu());
+  if (int e = engine(ibv->context).dev().dealloc_pd(p->pd)) return e;
+  delete p;
+  return 0;
+}
+
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
+  // Memory is addressed by the application's own virtual addresses: an IOVA different from addr is not
+  // supported (ibv_reg_mr_iova with iova == addr, and plain ibv_reg_mr, are).
+  if (hca_va != reinterpret_cast<uint64_t>(addr)) return errno = EOPNOTSUPP, nullptr;
+  auto* m = new (std::nothrow) UMr{};
+  if (!m) return errno = ENOMEM, nullptr;
+  Engine& e = engine(pd->context);
+  std::lock_guard lock(e.mu());
+  if (int err = e.dev().reg_mr(upd(pd)->pd, addr, length, static_cast<uint32_t>(access), &m->mr)) {
+    delete m;
+    return errno = err, nullptr;
+  }
+  ibv_mr& mr = m->vmr.ibv_mr;
+  mr.context = pd->context;
+  mr.pd = pd;
+  mr.addr = addr;
+  mr.length = length;
+  mr.handle = m->mr->lkey;
+  mr.lkey = m->mr->lkey;
+  mr.rkey = m->mr->rkey;
+  m->vmr.access = access;
+  return &mr;
+}
+
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  UMr* m = reinterpret_cast<UMr*>(vmr);
+  ibv_mr& mr = vmr->ibv_mr;
+  if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS))
+    return EINVAL;
+  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr.pd;
+  void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : mr.addr;
+  const size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr.length;
+  const int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : vmr->access;
+  Engine& e = engine(mr.context);
+  std::lock_guard lock(e.mu());
+  if (int err =
+          e.dev().rereg_mr(m->mr, upd(new_pd)->pd, new_addr, new_len, static_cast<uint32_t>(new_access)))
+    return err;
+  mr.pd = new_pd;
+  mr.addr = new_addr;
+  mr.length = new_len;
+  mr.lkey = mr.handle = m->mr->lkey;
+  mr.rkey = m->mr->rkey;
+  vmr->access = new_access;
+  return 0;
+}
+
+int dereg_mr(verbs_mr* vmr) {
+  UMr* m = reinterpret_cast<UMr*>(vmr);
+  Engine& e = engine(vmr->ibv_mr.context);
+  std::lock_guard lock(e.mu());
+  e.dev().dereg_mr(m->mr);
+  delete m;
+  return 0;
+}
+
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  // RoCE addresses by GID: an address handle without a GRH cannot reach anything (IBV_AH_ATTR: is_global).
+  if (!attr->is_global || attr->port_num != 1 || attr->grh.sgid_index >= 1) return errno = EINVAL, nullptr;
+  auto* ah = new (std::nothrow) UAh{};
+  if (!ah) return errno = ENOMEM, nullptr;
+  ah->ibv.context = pd->context;
+  ah->ibv.pd = pd;
+  ah->av = av_from(*attr);
+  return &ah->ibv;
+}
+
+int destroy_ah(ibv_ah* ah) {
+  delete reinterpret_cast<UAh*>(ah);
+  return 0;
+}
+
+}  // namespace
+
+AddressVector av_from(const ibv_ah_attr& a) {
+  AddressVector av;
+  std::memcpy(av.dgid.data(), a.grh.dgid.raw, 16);
+  av.sgid_index = a.grh.sgid_index;
+  av.flow_label = a.grh.flow_label;
+  av.hop_limit = a.grh.hop_limit;
+  av.traffic_class = a.grh.traffic_class;
+  av.sl = a.sl;
+  return av;
+}
+
+void fill_mr_ops(verbs_context_ops* ops) {
+  ops->alloc_pd = alloc_pd;
+  ops->dealloc_pd = dealloc_pd;
+  ops->reg_mr = reg_mr;
+  ops->rereg_mr = rereg_mr;
+  ops->dereg_mr = dereg_mr;
+  ops->create_ah = create_ah;
+  ops->destroy_ah = destroy_ah;
+}
+
+}  // namespace uroce::provider
