@@ -214,7 +214,8 @@ bool Qp::req_send_packet(SendWqe& w) {
     if (k == 0) h.reth = {w.remote_addr, w.rkey, static_cast<uint32_t>(w.length)};
     if (last) {
       h.imm_be = w.imm_be;
-      h.bth.se = w.flags & kSendSolicited;
+      // SE belongs to the packet that completes a receive: SEND or WRITE with immediate (IBA 9.2, BTH).
+      h.bth.se = (w.flags & kSendSolicited) && (!is_write(w.opcode) || has_imm(w.opcode));
     }
     h.bth.ackreq = type() == QpType::kRc && (last || ++pkts_since_ackreq_ >= params::kAckReqEvery);
     if (h.bth.ackreq) pkts_since_ackreq_ = 0;
