@@ -302,9 +302,10 @@ void Qp::resp_read(const ParsedPacket& pkt) {
   const uint32_t npkts = std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu() - 1) / mtu()));
   RdAtomicRes& res = res_[res_next_++ % res_.size()];
   res = RdAtomicRes{true, false, psn, psn_add(psn, npkts - 1), 0};
+  // C9-148: a READ counts as a message once accepted; its responses carry the incremented MSN.
+  msn_ = psn_add(msn_, 1);
   resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, r.va.get(), len, r.rkey.get()});
   epsn_ = psn_add(epsn_, npkts);
-  msn_ = psn_add(msn_, 1);
   unacked_pkts_ = 0;
 }
 

@@ -1,0 +1,295 @@
+// Responder, RC, on valid requests: ACKs with credits and MSN (IBA 9.7.5.1, 9.7.7.2), READ responses
+// FIRST/MIDDLE/LAST/ONLY, ATOMIC ACKs with the original value, receive completions, and duplicates (IBA
+// 9.7.5.2.x: SEND/WRITE re-acknowledged, READ re-executed from the duplicate's PSN, ATOMIC answered from
+// the saved result).
+#include <gtest/gtest.h>
+
+#include "tests/support/capture_port.h"
+
+namespace uroce {
+namespace {
+
+using namespace wire;
+using test::Emitted;
+using test::pattern;
+using test::ProtoEnv;
+using test::ProtoOptions;
+
+class ResponderRc : public ::testing::Test {
+ protected:
+  PacketHeaders req(uint8_t opcode, uint32_t psn, bool ackreq = false) const {
+    PacketHeaders h = env.peer_headers(opcode, psn);
+    h.bth.ackreq = ackreq;
+    return h;
+  }
+  PacketHeaders rdma(uint8_t opcode, uint32_t psn, size_t off, uint32_t len, bool ackreq = false) const {
+    PacketHeaders h = req(opcode, psn, ackreq);
+    h.reth = {env.addr(off), env.mr->rkey, len};
+    return h;
+  }
+  void expect_ack(const Emitted& f, uint32_t psn, uint32_t msn, uint8_t credits) const {
+    EXPECT_EQ(f.verdict, RxDrop::kNone);
+    EXPECT_EQ(f.opcode(), op::kRcAck);
+    EXPECT_EQ(f.psn(), psn);
+    EXPECT_EQ(f.aeth_kind(), AethKind::kAck);
+    EXPECT_EQ(f.aeth_value(), credits);
+    EXPECT_EQ(f.msn(), msn);
+    EXPECT_EQ(f.h.bth.dqpn, env.opt.peer_qpn);
+    EXPECT_EQ(f.h.ip.dst, ProtoEnv::peer_gid());
+  }
+
+  static constexpr uint32_t kPsn = 0x500;  // ProtoOptions::rq_psn
+  ProtoEnv env;
+};
+
+TEST_F(ResponderRc, SendOnlyIsAckedWithCreditsAndMsn) {
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(env.post_recv(i * 2048, 1024, 10 + i), 0);
+  const std::vector<uint8_t> data = pattern(100, 1);
+  env.inject(req(op::kRcSendOnly, kPsn, true), data);
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn, 1, 2);  // two receive WQEs left: credit code 2 (IBA table 44)
+  std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kRecv);
+  EXPECT_EQ(wc[0].wr_id, 10u);
+  EXPECT_EQ(wc[0].byte_len, 100u);
+  EXPECT_EQ(wc[0].wc_flags, 0u);
+  EXPECT_EQ(env.bytes(0, 100), data);
+
+  env.inject(req(op::kRcSendOnly, kPsn + 1, true), data);
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 1, 2, 1);
+  env.inject(req(op::kRcSendOnly, kPsn + 2, true), data);
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 2, 3, 0);
+  EXPECT_EQ(env.poll().size(), 2u);
+}
+
+TEST_F(ResponderRc, MultiPacketSendIsAckedWhereAskedAndCountsOneMessage) {
+  ASSERT_EQ(env.post_recv(0, 4096, 1), 0);
+  const std::vector<uint8_t> data = pattern(2148, 2);
+  const std::span<const uint8_t> d(data);
+  env.inject(req(op::kRcSendFirst, kPsn), d.subspan(0, 1024));
+  env.inject(req(op::kRcSendMiddle, kPsn + 1), d.subspan(1024, 1024));
+  EXPECT_TRUE(env.run().empty()) << "no ACK before AckReq";
+  env.inject(req(op::kRcSendLast, kPsn + 2, true), d.subspan(2048));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 2, 1, 0);
+  const std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].byte_len, 2148u);
+  EXPECT_EQ(env.bytes(0, 2148), data);
+}
+
+TEST_F(ResponderRc, AcksAreCoalescedUntilAckReq) {
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(env.post_recv(i * 64, 64, i), 0);
+  const std::vector<uint8_t> data = pattern(8, 3);
+  for (uint32_t i = 0; i < 3; ++i) env.inject(req(op::kRcSendOnly, kPsn + i), data);
+  EXPECT_TRUE(env.run().empty());
+  env.inject(req(op::kRcSendOnly, kPsn + 3, true), data);
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 3, 4, 0);
+  EXPECT_EQ(env.poll().size(), 4u);
+}
+
+TEST_F(ResponderRc, SendWithImmediateAndSolicitedEvent) {
+  ASSERT_EQ(env.post_recv(0, 64, 1), 0);
+  ASSERT_EQ(env.post_recv(64, 64, 2), 0);
+  int notified = 0;
+  env.cq->on_notify = [&notified](Cq*) { ++notified; };
+  env.cq->arm(true);
+  env.inject(req(op::kRcSendOnly, kPsn, true), pattern(4, 1));
+  env.run();
+  EXPECT_EQ(notified, 0) << "an unsolicited message does not satisfy a solicited-only arm";
+  PacketHeaders h = req(op::kRcSendOnlyImm, kPsn + 1, true);
+  h.imm_be = 0x0D0C0B0A;
+  h.bth.se = true;
+  env.inject(h, pattern(4, 1));
+  env.run();
+  EXPECT_EQ(notified, 1);
+  const std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[1].wc_flags, uint32_t{kWcWithImm});
+  EXPECT_EQ(wc[1].imm_data_be, 0x0D0C0B0Au);
+}
+
+TEST_F(ResponderRc, WriteLandsInMemoryWithoutConsumingAReceive) {
+  const std::vector<uint8_t> data = pattern(2100, 4);
+  const std::span<const uint8_t> d(data);
+  env.inject(rdma(op::kRcWriteFirst, kPsn, 8192, 2100), d.subspan(0, 1024));
+  env.inject(req(op::kRcWriteMiddle, kPsn + 1), d.subspan(1024, 1024));
+  env.inject(req(op::kRcWriteLast, kPsn + 2, true), d.subspan(2048));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 2, 1, 0);
+  EXPECT_EQ(env.bytes(8192, 2100), data);
+  EXPECT_TRUE(env.poll().empty());
+}
+
+TEST_F(ResponderRc, WriteWithImmediateCompletesAReceive) {
+  ASSERT_EQ(env.post_recv(0, 16, 5), 0);
+  PacketHeaders h = rdma(op::kRcWriteOnlyImm, kPsn, 8192, 200, true);
+  h.imm_be = 0x12345678;
+  const std::vector<uint8_t> data = pattern(200, 5);
+  env.inject(h, data);
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn, 1, 0);
+  EXPECT_EQ(env.bytes(8192, 200), data);
+  const std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(wc[0].byte_len, 200u);
+  EXPECT_EQ(wc[0].imm_data_be, 0x12345678u);
+  EXPECT_EQ(wc[0].wr_id, 5u);
+}
+
+TEST_F(ResponderRc, ReadIsAnsweredFirstMiddleLastWithAethOnFirstAndLast) {
+  env.fill(8192, 2500, 6);
+  env.inject(rdma(op::kRcReadRequest, kPsn, 8192, 2500));
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 3u);
+  const uint8_t ops[] = {op::kRcReadRespFirst, op::kRcReadRespMiddle, op::kRcReadRespLast};
+  for (uint32_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(f[i].opcode(), ops[i]);
+    EXPECT_EQ(f[i].psn(), kPsn + i);
+    EXPECT_EQ(f[i].payload, env.bytes(8192 + i * 1024, i == 2 ? 452 : 1024));
+    EXPECT_EQ(f[i].has(kHasAeth), i != 1);
+    EXPECT_EQ(f[i].h.bth.dqpn, env.opt.peer_qpn);
+  }
+  // C9-148: the READ counts as a message when it is accepted, so its responses carry the new MSN.
+  EXPECT_EQ(f[0].aeth_kind(), AethKind::kAck);
+  EXPECT_EQ(f[0].msn(), 1u);
+  EXPECT_EQ(f[2].aeth_kind(), AethKind::kAck);
+  EXPECT_EQ(f[2].msn(), 1u);
+
+  // The READ took three PSNs: the next request is expected at kPsn + 3.
+  env.inject(rdma(op::kRcWriteOnly, kPsn + 3, 0, 4, true), pattern(4, 1));
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 3, 2, 0);
+}
+
+TEST_F(ResponderRc, ShortAndZeroLengthReadsAreAnsweredWithReadResponseOnly) {
+  env.fill(0, 100, 7);
+  env.inject(rdma(op::kRcReadRequest, kPsn, 0, 100));
+  env.inject(rdma(op::kRcReadRequest, kPsn + 1, 0, 0));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].opcode(), op::kRcReadRespOnly);
+  EXPECT_EQ(f[0].psn(), kPsn);
+  EXPECT_EQ(f[0].payload, env.bytes(0, 100));
+  EXPECT_EQ(f[0].msn(), 1u);
+  EXPECT_EQ(f[1].opcode(), op::kRcReadRespOnly);
+  EXPECT_EQ(f[1].psn(), kPsn + 1);
+  EXPECT_TRUE(f[1].payload.empty());
+  EXPECT_EQ(f[1].msn(), 2u);
+}
+
+TEST_F(ResponderRc, AtomicsAnswerWithTheOriginalValue) {
+  env.set_u64(64, 40);
+  PacketHeaders fa = req(op::kRcFetchAdd, kPsn);
+  fa.atomic = {env.addr(64), env.mr->rkey, 2, 0};
+  PacketHeaders cs = req(op::kRcCmpSwap, kPsn + 1);
+  cs.atomic = {env.addr(64), env.mr->rkey, 7, 42};
+  PacketHeaders cs_miss = req(op::kRcCmpSwap, kPsn + 2);
+  cs_miss.atomic = {env.addr(64), env.mr->rkey, 1, 99};
+  env.inject(fa);
+  env.inject(cs);
+  env.inject(cs_miss);
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 3u);
+  const uint64_t orig[] = {40, 42, 7};
+  for (uint32_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(f[i].opcode(), op::kRcAtomicAck);
+    EXPECT_EQ(f[i].psn(), kPsn + i);
+    EXPECT_EQ(f[i].aeth_kind(), AethKind::kAck);
+    EXPECT_EQ(f[i].msn(), i + 1);
+    EXPECT_EQ(f[i].h.atomic_ack_orig, orig[i]);
+  }
+  EXPECT_EQ(env.u64(64), 7u) << "the last compare missed and swapped nothing";
+}
+
+TEST_F(ResponderRc, DuplicateSendIsAcknowledgedAgainNotExecutedAgain) {
+  ASSERT_EQ(env.post_recv(0, 64, 1), 0);
+  ASSERT_EQ(env.post_recv(64, 64, 2), 0);
+  env.inject(req(op::kRcSendOnly, kPsn, true), pattern(8, 1));
+  ASSERT_EQ(env.run().size(), 1u);
+  env.inject(req(op::kRcSendOnly, kPsn, true), pattern(8, 1));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn, 1, 1);
+  EXPECT_EQ(env.poll().size(), 1u) << "one receive completion";
+  EXPECT_EQ(env.dev->counters()[Counter::kDuplicateRequest], 1u);
+}
+
+TEST_F(ResponderRc, DuplicateReadIsReExecutedFromTheDuplicatesPsn) {
+  env.fill(8192, 3000, 8);
+  env.inject(rdma(op::kRcReadRequest, kPsn, 8192, 3000));
+  ASSERT_EQ(env.run().size(), 3u);
+  env.fill(8192, 3000, 9);  // a re-executed READ reads memory as it is now
+  env.inject(rdma(op::kRcReadRequest, kPsn, 8192, 3000));
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].opcode(), op::kRcReadRespFirst);
+  EXPECT_EQ(f[0].psn(), kPsn);
+  EXPECT_EQ(f[0].payload, env.bytes(8192, 1024));
+  EXPECT_EQ(f[2].opcode(), op::kRcReadRespLast);
+  EXPECT_EQ(f[2].psn(), kPsn + 2);
+
+  // A requester that already has the first response asks for the rest: PSN kPsn + 1, the VA and length
+  // of what is missing. The responses start at that PSN.
+  env.inject(rdma(op::kRcReadRequest, kPsn + 1, 8192 + 1024, 3000 - 1024));
+  f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].opcode(), op::kRcReadRespFirst);
+  EXPECT_EQ(f[0].psn(), kPsn + 1);
+  EXPECT_EQ(f[0].payload, env.bytes(8192 + 1024, 1024));
+  EXPECT_EQ(f[1].opcode(), op::kRcReadRespLast);
+  EXPECT_EQ(f[1].psn(), kPsn + 2);
+  EXPECT_EQ(f[1].payload, env.bytes(8192 + 2048, 952));
+}
+
+TEST_F(ResponderRc, DuplicateAtomicIsAnsweredFromTheSavedResult) {
+  env.set_u64(0, 10);
+  PacketHeaders fa = req(op::kRcFetchAdd, kPsn);
+  fa.atomic = {env.addr(0), env.mr->rkey, 5, 0};
+  env.inject(fa);
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].h.atomic_ack_orig, 10u);
+  EXPECT_EQ(env.u64(0), 15u);
+  env.inject(fa);
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcAtomicAck);
+  EXPECT_EQ(f[0].psn(), kPsn);
+  EXPECT_EQ(f[0].h.atomic_ack_orig, 10u);
+  EXPECT_EQ(env.u64(0), 15u) << "an ATOMIC is never applied twice";
+}
+
+TEST(ResponderSrq, AdvertisesNoCreditLimit) {
+  ProtoOptions o;
+  o.srq = true;
+  ProtoEnv env(o);
+  ASSERT_EQ(env.post_recv(0, 64, 1), 0);
+  PacketHeaders h = env.peer_headers(op::kRcSendOnly, o.rq_psn);
+  h.bth.ackreq = true;
+  env.inject(h, pattern(8, 1));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth_kind(), AethKind::kAck);
+  EXPECT_EQ(f[0].aeth_value(), 31) << "an SRQ is shared: no per-QP credits";
+  EXPECT_EQ(env.poll().size(), 1u);
+}
+
+}  // namespace
+}  // namespace uroce
