@@ -42,7 +42,9 @@ TEST(FrameBuilder, EveryOpcodeRoundTripsThroughTheParser) {
           ASSERT_EQ(parse_frame(f.data(), f.size(), &pkt), RxDrop::kNone) << op_name(o) << " len " << len;
           EXPECT_EQ(pkt.payload_len, payload.size());
           EXPECT_EQ(pkt.pad, (4 - payload.size() % 4) % 4);
-          if (!payload.empty()) EXPECT_EQ(std::memcmp(pkt.payload(), payload.data(), payload.size()), 0);
+          if (!payload.empty()) {
+            EXPECT_EQ(std::memcmp(pkt.payload(), payload.data(), payload.size()), 0);
+          }
           EXPECT_TRUE(same_headers(decode_headers(pkt), h)) << op_name(o);
           EXPECT_EQ(pkt.ecn(), Ecn::kEct0);
         }
