@@ -1,0 +1,117 @@
+#include "tools/uroce/paths.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "tools/uroce/layout.h"
+#include "uroce_build_info.h"
+
+namespace uroce::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kProviderFile = "liburoce-rdmav34.so";
+constexpr std::string_view kProviderSuffix = "-rdmav34.so";
+constexpr std::string_view kShimFile = "liburoce-preload.so";
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+}  // namespace
+
+fs::path runtime_base(bool create) {
+  fs::path parent = "/tmp";
+  const std::string xdg = env_or_empty("XDG_RUNTIME_DIR");
+  std::error_code ec;
+  if (!xdg.empty() && xdg[0] == '/' && fs::is_directory(xdg, ec)) parent = xdg;
+  const fs::path base = parent / ("uroce-" + std::to_string(getuid()));
+  if (create && mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create " + base.string() + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (lstat(base.c_str(), &st) != 0) {
+    if (!create && errno == ENOENT) return base;
+    throw std::runtime_error("cannot use " + base.string() + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+    throw std::runtime_error("refusing to use " + base.string() + ": not a directory owned by uid " +
+                             std::to_string(getuid()) + " (remove it or set XDG_RUNTIME_DIR)");
+  }
+  if ((st.st_mode & 0077) != 0 && chmod(base.c_str(), 0700) != 0) {
+    throw std::runtime_error("cannot make " + base.string() + " private: " + std::strerror(errno));
+  }
+  return base;
+}
+
+fs::path tree_root(const fs::path& base, const std::string& dev, const std::string& ip) {
+  return base / (dev + "-" + ip) / "sysfs";
+}
+
+fs::path dev_dir() {
+  const std::string v = env_or_empty("UROCE_DEV_DIR");
+  return v.empty() ? fs::path(kDefaultDevDir) : fs::path(v);
+}
+
+fs::path self_exe() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe;
+}
+
+fs::path self_dir() { return self_exe().parent_path(); }
+
+Libs find_libs() {
+  std::vector<Libs> layouts;
+  auto add = [&](const fs::path& provider_dir, const fs::path& shim_dir) {
+    layouts.push_back({provider_dir / kProviderFile, shim_dir / kShimFile, false, false});
+  };
+  const std::string libdir = env_or_empty("UROCE_LIBDIR");
+  if (!libdir.empty()) {
+    Libs l{fs::path(libdir) / kProviderFile, fs::path(libdir) / kShimFile, false, false};
+    l.provider_found = is_file(l.provider);
+    l.shim_found = is_file(l.shim);
+    return l;
+  }
+  const fs::path exe_dir = self_dir();
+  if (!exe_dir.empty()) {
+    const fs::path up = exe_dir.parent_path();
+    std::error_code ec;
+    if (fs::is_directory(up / "provider", ec) || fs::exists(up / "CMakeCache.txt", ec)) {
+      add(up / "provider", up / "provider" / "shim");
+    }
+    if (fs::is_directory(up / "lib" / "uroce", ec)) add(up / "lib" / "uroce", up / "lib" / "uroce");
+  }
+  add(UROCE_BUILD_PROVIDER_DIR, UROCE_BUILD_SHIM_DIR);
+
+  for (auto& l : layouts) {
+    l.provider_found = is_file(l.provider);
+    l.shim_found = is_file(l.shim);
+  }
+  for (const auto& l : layouts) {
+    if (l.provider_found) return l;
+  }
+  return layouts.front();
+}
+
+std::string rdmav_drivers_value(const fs::path& provider) {
+  std::string s = provider.string();
+  if (s.size() > kProviderSuffix.size() && s.ends_with(kProviderSuffix))
+    s.resize(s.size() - kProviderSuffix.size());
+  return s;
+}
+
+}  // namespace uroce::tools

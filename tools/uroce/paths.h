@@ -1,0 +1,42 @@
+// Where uroce keeps its per-user state and finds its libraries and device nodes.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace uroce::tools {
+
+// ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>: private to the user (0700). With `create` it is made if missing,
+// and an existing one must be a real directory owned by the user (it may live in a shared /tmp).
+// Throws std::runtime_error when it is unusable.
+std::filesystem::path runtime_base(bool create);
+
+// <base>/<dev>-<ip>/sysfs: the SYSFS_PATH for one device and address.
+std::filesystem::path tree_root(const std::filesystem::path& base, const std::string& dev,
+                                const std::string& ip);
+
+// $UROCE_DEV_DIR, else /dev/infiniband. The override exists for tests; libibverbs always opens
+// /dev/infiniband/<name>.
+std::filesystem::path dev_dir();
+
+struct Libs {
+  std::filesystem::path provider;  // .../liburoce-rdmav34.so (libibverbs dlopens it via RDMAV_DRIVERS)
+  std::filesystem::path shim;      // .../liburoce-preload.so (LD_PRELOAD)
+  bool provider_found = false;
+  bool shim_found = false;
+};
+
+// $UROCE_LIBDIR (both files in one directory) when set. Otherwise looks next to the executable in a build
+// tree (<build>/tools/uroce -> <build>/provider/, <build>/provider/shim/), in an install tree
+// (<prefix>/bin/uroce -> <prefix>/lib/uroce/), then in the build directory this binary was configured
+// with. Returns the first layout that has the provider, else the first that applies.
+Libs find_libs();
+
+// RDMAV_DRIVERS value for a provider path: the path without the "-rdmav34.so" suffix libibverbs appends.
+std::string rdmav_drivers_value(const std::filesystem::path& provider);
+
+// The running executable (/proc/self/exe) and its directory; empty if unknown.
+std::filesystem::path self_exe();
+std::filesystem::path self_dir();
+
+}  // namespace uroce::tools
