@@ -61,8 +61,8 @@ constexpr auto kRules = [] {
   at(S::kRts, S::kSqd) = {true, {0, 0, 0}, {kQpEnSqdAsyncNotify, kQpEnSqdAsyncNotify, kQpEnSqdAsyncNotify}};
   at(S::kSqd, S::kSqd) = {true,
                           {0, 0, 0},
-                          {kQpAv | kAltMig | kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer | kQpTimeout |
-                               kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic | kQpMaxDestRdAtomic,
+                          {kQpPort | kQpAv | kAltMig | kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer |
+                               kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic | kQpMaxDestRdAtomic,
                            kQpAv | kAltMig | kQpAccessFlags | kQpPkeyIndex, kQpPkeyIndex | kQpQkey}};
   at(S::kSqe, S::kRts) = {true, {0, 0, 0}, {0, kQpCurState | kQpAccessFlags, kQpCurState | kQpQkey}};
   // SQE -> RTS does not exist for RC: an RC send error takes the QP to ERR.
