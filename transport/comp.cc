@@ -278,10 +278,7 @@ void Qp::comp_retire() {
   const uint32_t floor = open ? expected_response(sq_at(comp_idx_), mtu()) : psn_hw_;
   if (psn_diff(floor, una_) > 0) una_ = floor;
   if (una_ == psn_hw_) retry_deadline_ = kNever;
-  if (attr_.qp_state == QpState::kSqd && attr_.sq_draining && comp_idx_ == send_idx_) {
-    attr_.sq_draining = false;
-    if (attr_.en_sqd_async_notify) dev_->raise(EventType::kSqDrained, qpn_);
-  }
+  sqd_check_drained();
 }
 
 // Go-back-N: transmit again from `psn`, which lies in an outstanding WQE.

@@ -142,6 +142,9 @@ class Qp {
   void complete_send(SendWqe& w, WcStatus status);
   void complete_recv(const RecvWqe& w, WcStatus status, uint32_t byte_len, WcOpcode op, uint32_t flags,
                      uint32_t imm, uint32_t src_qp, bool solicited);
+  void reset_connection();
+  bool sq_idle() const;  // no WQE is being sent or waiting for its response
+  void sqd_check_drained();
   void build_template();
   void fill_headers(const AddressVector& av, uint32_t dqpn, wire::PacketHeaders* h) const;
 

@@ -1,5 +1,6 @@
 // The QP state machine (IBA 10.3.1, 11.2.4.2): which transitions modify_qp accepts with which attribute
 // masks, what each transition does, and how a QP in error flushes its work.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -155,8 +156,7 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
   switch (next) {
     case QpState::kReset:
       flush();  // no completions from RESET: drop everything quietly
-      post_idx_ = send_idx_ = comp_idx_ = send_pkt_ = 0;
-      while (!rq().empty() && !init_.srq) rq().pop();
+      reset_connection();
       break;
     case QpState::kInit:
       break;
@@ -168,12 +168,14 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       in_msg_ = InMsg::kNone;
       break;
     case QpState::kRts:
+      if (cur != QpState::kRtr) break;  // SQD -> RTS resumes the same connection
       psn_hw_ = npsn_;
       // No credits are advertised before the first ACK: send one probe message at a time until then.
       credits_ = 0;
       break;
     case QpState::kSqd:
       attr_.sq_draining = true;
+      sqd_check_drained();  // an idle send queue is drained at once
       break;
     case QpState::kSqe:
       break;
@@ -203,7 +205,39 @@ void Qp::query(QpAttr* out) const {
   out->cur_qp_state = attr_.qp_state;
   out->sq_psn = npsn_;
   out->rq_psn = epsn_;
-  out->sq_draining = attr_.qp_state == QpState::kSqd && comp_idx_ != send_idx_;
+  out->sq_draining = attr_.qp_state == QpState::kSqd && !sq_idle();
+}
+
+bool Qp::sq_idle() const { return comp_idx_ == post_idx_ || sq_at(comp_idx_).state == WqeState::kPosted; }
+
+// IBA 11.6.3.2: the SQ Drained event is raised once every WQE started before SQD has completed.
+void Qp::sqd_check_drained() {
+  if (attr_.qp_state != QpState::kSqd || !attr_.sq_draining || !sq_idle()) return;
+  attr_.sq_draining = false;
+  if (attr_.en_sqd_async_notify) dev_->raise(EventType::kSqDrained, qpn_);
+}
+
+// RESET ends the connection (IBA 10.3.1): a QP connected again starts with fresh sequence state, MSN 0 and
+// no saved READ/ATOMIC results. Attributes stay until the next transitions set them.
+void Qp::reset_connection() {
+  post_idx_ = send_idx_ = comp_idx_ = send_pkt_ = 0;
+  while (!init_.srq && !rq().empty()) rq().pop();
+  pkts_since_ackreq_ = 0;
+  rnr_until_ = 0;
+  rewound_at_ = UINT32_MAX;
+  gap_psn_ = 0;
+  resent_ = false;
+  pace_next_ns_ = 0;
+  msn_ = 0;
+  nak_sent_ = false;
+  nak_gap_psn_ = 0;
+  recv_off_ = 0;
+  recv_len_err_ = false;
+  write_va_ = write_left_ = write_len_ = 0;
+  std::fill(res_.begin(), res_.end(), RdAtomicRes{});
+  res_next_ = 0;
+  unacked_pkts_ = 0;
+  comm_est_ = false;
 }
 
 void Qp::build_template() { fill_headers(attr_.ah, attr_.dest_qp_num, &hdr_); }
