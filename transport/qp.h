@@ -256,7 +256,7 @@ class Qp {
   std::vector<RespJob> jobs_;  // ring, in PSN order
   uint32_t jobs_head_ = 0, jobs_count_ = 0;
   uint32_t unacked_pkts_ = 0;
-  uint64_t last_cnp_ns_ = 0;
+  uint64_t next_cnp_ns_ = 0;  // NP: no CNP before this (min_time_between_cnps)
   bool comm_est_ = false;
 };
 

@@ -253,8 +253,8 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
 void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   dev_->cnt().add(Counter::kEcnMarked);
   const uint64_t now = dev_->now();
-  if (last_cnp_ns_ && now - last_cnp_ns_ < params::kCnpMinIntervalNs) return;
-  last_cnp_ns_ = now;
+  if (now < next_cnp_ns_) return;
+  next_cnp_ns_ = now + params::kCnpMinIntervalNs;
   PacketHeaders h = hdr_;
   const PacketHeaders in = decode_headers(pkt);
   h.eth.dst = in.eth.src;
