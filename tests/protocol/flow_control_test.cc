@@ -153,5 +153,36 @@ TEST(Credits, UnlimitedCreditCodeLiftsTheLimit) {
   EXPECT_EQ(env.run().size(), 39u);
 }
 
+TEST(RdAtomicLimit, AtMostMaxRdAtomicReadsAndAtomicsInFlight) {
+  ProtoOptions o;
+  o.max_rd_atomic = 2;
+  ProtoEnv env(o);
+  const uint32_t p = env.opt.sq_psn;
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 0, 8, 1, 0x1000, 1), 0);
+  ASSERT_EQ(env.post(WrOpcode::kAtomicFetchAndAdd, 64, 8, 2, 0x1000, 1), 0);
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 128, 8, 3, 0x1000, 1), 0);
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u) << "max_rd_atomic is 2";
+  env.inject_read_resp(op::kRcReadRespOnly, p, test::pattern(8, 1));
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcReadRequest);
+  EXPECT_EQ(f[0].psn(), p + 2);
+}
+
+TEST(Fence, FencedWqeWaitsForEarlierReadsAndAtomics) {
+  ProtoEnv env;
+  const uint32_t p = env.opt.sq_psn;
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 0, 8, 1, 0x1000, 1), 0);
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 64, 8, 2, 0x1000, 1, kSendSignaled | kSendFence), 0);
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u) << "the fenced WRITE waits for the READ";
+  env.inject_read_resp(op::kRcReadRespOnly, p, test::pattern(8, 1));
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcWriteOnly);
+  EXPECT_EQ(f[0].psn(), p + 1);
+}
+
 }  // namespace
 }  // namespace uroce

@@ -76,6 +76,7 @@ TEST(Requester, MultiPacketSendWithImmediateAndSolicitedEvent) {
     EXPECT_EQ(f[i].payload, slice(all, i * 1024, i == 3 ? 428 : 1024));
   }
   EXPECT_EQ(f[3].h.imm_be, 0xEFBEADDEu);
+  EXPECT_EQ(env.port.free_buffers(), env.port.pool_size()) << "the device keeps no transmit buffer";
 }
 
 TEST(Requester, SendOnlyWithImmediate) {
