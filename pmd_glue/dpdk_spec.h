@@ -1,0 +1,54 @@
+// Port specs: the one-line text that names a DPDK port, parsed and checked before anything touches DPDK.
+//
+//   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
+//                                          (PATH on the filesystem; "@name" for the abstract namespace)
+//   af_packet:iface=NAME                   a kernel interface through a PACKET_MMAP socket
+//   tap:iface=NAME                         a new kernel tap interface NAME, owned by the port
+//   ring:NAME                              in-process test link: the first two ports opened with the same
+//                                          NAME are joined back to back (rte_ring, no copy)
+// Every kind also takes:
+//   wait=MS     how long open() waits for the link (default: 0 for a memif server, whose peer may come
+//               later; 3000 for a memif client, which retries connecting that long; 1000 otherwise)
+//   mbufs=N     buffers in the port's pool (default 4095)
+// An unknown key, a repeated key or a bad value is an error that names the key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace uroce::glue {
+
+enum class PortKind : uint8_t { kMemif, kAfPacket, kTap, kRing };
+
+const char* kind_name(PortKind kind);
+
+struct PortSpec {
+  PortKind kind = PortKind::kRing;
+  std::string text;  // as given
+
+  // memif
+  std::string socket;  // path, or "@name" for an abstract socket
+  bool server = false;
+  uint32_t id = 0;
+  uint8_t log2_ring = 10;
+  // af_packet, tap
+  std::string iface;
+  // ring
+  std::string ring;
+  // all
+  int wait_ms = -1;  // -1: the kind's default (see above)
+  uint32_t mbufs = 4095;
+
+  int effective_wait_ms() const;
+};
+
+bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err);
+
+// The devargs string rte_vdev_init gets for this spec (memif, af_packet, tap; empty for ring).
+// `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it.
+std::string vdev_args(const PortSpec& spec, uint16_t frame_room);
+
+// The DPDK driver name a vdev of this kind is probed with ("net_memif", ...; empty for ring).
+const char* vdev_driver(PortKind kind);
+
+}  // namespace uroce::glue
