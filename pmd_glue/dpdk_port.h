@@ -1,0 +1,116 @@
+// A DPDK ethdev (memif, af_packet, tap or an in-process ring pair) behind the transport's PacketIo burst
+// interface. One rx queue and one tx queue.
+//
+// Buffers: every PktBuf lives in the private area of its rte_mbuf (the pool is created with
+// priv_size = sizeof(PktBuf)), so handing a frame to the transport or back costs a few stores and no
+// allocation. PktBuf::impl is the rte_mbuf*, data = rte_pktmbuf_mtod, cap = room from data to the end of
+// the (single-segment) buffer. On tx, data_off/data_len/pkt_len are taken from data and len. A buffer may
+// be transmitted on another DpdkPort than the one it came from (an mbuf always returns to its own pool),
+// but never on a non-DPDK PacketIo, and never after its port is destroyed.
+//
+// Threads: rx_burst and tx_burst each belong to one thread at a time (DPDK queues are not thread-safe);
+// they may be two different threads. alloc_burst/free_burst are safe from any thread (the pool is a
+// lock-free multi-producer/multi-consumer ring). All buffers must be back in the port (freed or
+// transmitted) before the port is destroyed.
+//
+// Link: memif is up only while both ends are connected. While the link is down tx_burst accepts nothing
+// (returns 0, the caller keeps the buffers: backpressure, not loss); af_packet and tap accept frames and
+// the kernel drops them if the interface is down; a ring port always accepts while the ring has room.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pmd_glue/dpdk_spec.h"
+#include "transport/packet_io.h"
+#include "transport/wire/headers.h"
+
+struct rte_mempool;
+struct rte_ring;
+
+namespace uroce::glue {
+
+// The largest frame a uroce port carries: Ethernet through ICRC of a 4096-byte-MTU RoCEv2 packet.
+constexpr uint16_t kMaxFrame = 4224;
+// Data room of every mbuf (after the 128-byte headroom). Larger than kMaxFrame because af_packet insists
+// its whole 4352+32-byte ring slot fits in one mbuf; memif and tap use it as is.
+constexpr uint16_t kFrameRoom = 4352;
+
+class DpdkPort final : public PacketIo {
+ public:
+  // Starts EAL if needed, creates the device for `spec` (syntax in dpdk_spec.h), its pool and queues,
+  // starts it and waits up to the spec's wait= for the link. A link still down afterwards is not an error
+  // (see link_up()). Returns nullptr with *err set on any failure.
+  static std::unique_ptr<DpdkPort> open(const std::string& spec, std::string* err);
+  ~DpdkPort() override;
+  DpdkPort(const DpdkPort&) = delete;
+  DpdkPort& operator=(const DpdkPort&) = delete;
+
+  // PacketIo. Ownership as documented in transport/packet_io.h.
+  uint16_t alloc_burst(PktBuf** bufs, uint16_t n) override;
+  uint16_t tx_burst(PktBuf** bufs, uint16_t n) override;  // see "Link" above for what a down link does
+  // Frames longer than max_frame() and chained frames that cannot be linearised are dropped and counted.
+  uint16_t rx_burst(PktBuf** bufs, uint16_t n) override;
+  void free_burst(PktBuf** bufs, uint16_t n) override;
+  uint16_t max_frame() const override { return max_frame_; }
+
+  bool link_up() const;
+  bool wait_link_up(std::chrono::milliseconds timeout) const;
+
+  // Rx interrupts, for a progress thread that sleeps. rx_event_fd() is -1 when the PMD has none (in DPDK
+  // 22.11 only tap has one; memif, af_packet and ring do not). Protocol: enable_rx_interrupt(), poll once
+  // more (a frame may have arrived before arming), sleep until the fd is readable, disable_rx_interrupt(),
+  // then poll. Wait for readability only: never read() the fd (for tap it is the queue's data fd).
+  int rx_event_fd() const { return rx_event_fd_; }
+  bool enable_rx_interrupt();
+  void disable_rx_interrupt();
+
+  struct Stats {
+    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;    // from the PMD
+    uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;  // from the PMD
+    uint64_t rx_oversize = 0;    // dropped here: longer than max_frame()
+    uint64_t rx_linearised = 0;  // chained frames copied into one buffer
+    uint64_t rx_chain_drop = 0;  // chained frames that did not fit one buffer
+  };
+  Stats stats() const;
+
+  PortKind kind() const { return spec_.kind; }
+  const PortSpec& spec() const { return spec_; }
+  uint16_t port_id() const { return port_id_; }
+  const std::string& device_name() const { return dev_name_; }
+  wire::MacAddr mac() const;
+
+  // Pool occupancy, for leak checks: available() == size() when every buffer is home.
+  unsigned pool_size() const;
+  unsigned pool_available() const;
+
+ private:
+  DpdkPort() = default;
+  bool setup(std::string* err);
+  bool create_device(std::string* err);
+  bool configure_and_start(std::string* err);
+  bool start_with_retry(std::string* err);
+  void teardown();
+  uint16_t deliver_chain(struct rte_mbuf* m, PktBuf** out);
+
+  PortSpec spec_;
+  std::string dev_name_;  // ethdev name; for vdevs also the rte_vdev name
+  uint16_t port_id_ = 0;
+  bool have_port_ = false;
+  bool started_ = false;
+  bool server_socket_registered_ = false;  // memif server on a filesystem socket
+  rte_mempool* pool_ = nullptr;
+  rte_ring* ring_rx_ = nullptr;  // ring kind only; owned by the ring registry
+  rte_ring* ring_tx_ = nullptr;
+  pid_t owner_pid_ = 0;  // a forked child must not tear down the parent's device
+  uint16_t max_frame_ = kMaxFrame;
+  int rx_event_fd_ = -1;
+  std::atomic<uint64_t> rx_oversize_{0}, rx_linearised_{0}, rx_chain_drop_{0};  // rare paths only
+};
+
+}  // namespace uroce::glue

@@ -1,0 +1,277 @@
+// DpdkPort lifecycle: device creation per kind, queue setup, start, teardown. The datapath is in
+// dpdk_port.cc.
+#include <net/if.h>
+#include <rte_alarm.h>
+#include <rte_bus_vdev.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "pmd_glue/dpdk_eal.h"
+#include "pmd_glue/dpdk_log.h"
+#include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/dpdk_ring_pair.h"
+
+namespace uroce::glue {
+
+namespace {
+
+constexpr unsigned kPoolCache = 128;  // per-lcore cache; only EAL/registered threads use one
+constexpr uint16_t kRxDesc = 1024;
+constexpr uint16_t kTxDesc = 1024;
+constexpr auto kStartRetryInterval = std::chrono::milliseconds(20);
+
+// Filesystem memif server sockets opened by this process: memif serves several ids on one socket, so a
+// path we already listen on is not stale.
+std::mutex g_sockets_mu;
+std::multiset<std::string> g_server_sockets;
+
+constexpr int kEthHeader = 14;
+
+// The MTU of kernel interface `iface` in this thread's network namespace, or -1.
+int kernel_mtu(const std::string& iface) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, iface.c_str(), IFNAMSIZ - 1);
+  const int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+  close(fd);
+  return rc == 0 ? ifr.ifr_mtu : -1;
+}
+
+bool fail(std::string* err, const std::string& what, size_t log_mark) {
+  if (err) {
+    *err = what;
+    const std::string said = dpdk_log::since(log_mark, 4);
+    if (!said.empty()) *err += "\nDPDK said:\n" + said;
+  }
+  return false;
+}
+
+std::string errstr(int negative_errno) { return rte_strerror(-negative_errno); }
+
+// A filesystem socket left by a dead server makes memif's bind() fail with EADDRINUSE. Remove it if
+// nobody accepts on it; refuse if somebody does.
+bool clear_stale_socket(const std::string& path, std::string* err) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return true;
+  if (!S_ISSOCK(st.st_mode)) {
+    if (err) *err = "memif socket path " + path + " exists and is not a socket";
+    return false;
+  }
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, path.c_str(), sizeof(sa.sun_path) - 1);
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+  close(fd);
+  if (live) {
+    if (err) *err = "memif socket " + path + " already has a live server";
+    return false;
+  }
+  unlink(path.c_str());
+  return true;
+}
+
+// Waits until the EAL interrupt thread has finished whatever was pending when this was called. memif
+// handles its control channel (connect, disconnect, peer gone) on that thread, and tearing a device down
+// while the thread still works on it - e.g. the disconnect of an in-process peer closed a moment ago -
+// corrupts DPDK's heap. Alarms run on the same thread; the second alarm can only fire after the batch of
+// events that held the first one has been handled completely.
+std::atomic<uint64_t> g_alarms_fired{0};  // not on a stack: a late alarm must have somewhere to write
+
+void count_alarm(void*) { g_alarms_fired.fetch_add(1, std::memory_order_release); }
+
+void settle_interrupt_thread() {
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t before = g_alarms_fired.load(std::memory_order_acquire);
+    if (rte_eal_alarm_set(1, count_alarm, nullptr) != 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (g_alarms_fired.load(std::memory_order_acquire) == before) {
+      if (std::chrono::steady_clock::now() >= deadline) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& text, std::string* err) {
+  std::unique_ptr<DpdkPort> p(new DpdkPort);
+  if (!parse_port_spec(text, &p->spec_, err)) return nullptr;
+  if (!Eal::ensure(err)) return nullptr;
+  p->owner_pid_ = getpid();
+  if (!p->setup(err)) return nullptr;  // the destructor releases whatever setup() created
+  return p;
+}
+
+bool DpdkPort::setup(std::string* err) {
+  const size_t mark = dpdk_log::mark();
+  // priv_size must be a multiple of RTE_MBUF_PRIV_ALIGN; the PktBuf lives there (see dpdk_port.h).
+  const uint16_t priv = RTE_ALIGN(sizeof(PktBuf), RTE_MBUF_PRIV_ALIGN);
+  pool_ = rte_pktmbuf_pool_create(Eal::unique_name("uroce_mp").c_str(), spec_.mbufs, kPoolCache, priv,
+                                  RTE_PKTMBUF_HEADROOM + kFrameRoom, SOCKET_ID_ANY);
+  if (pool_ == nullptr)
+    return fail(err,
+                spec_.text + ": cannot create a pool of " + std::to_string(spec_.mbufs) +
+                    " mbufs: " + rte_strerror(rte_errno) + " (more memory: UROCE_DPDK_MEM_MB)",
+                mark);
+  return create_device(err) && configure_and_start(err);
+}
+
+bool DpdkPort::create_device(std::string* err) {
+  const size_t mark = dpdk_log::mark();
+  if (spec_.kind == PortKind::kRing) {
+    if (!ring_pair::attach(spec_.ring, &ring_rx_, &ring_tx_, err)) return false;
+    dev_name_ = Eal::unique_name("uroce_ring");
+    const int id = rte_eth_from_rings(dev_name_.c_str(), &ring_rx_, 1, &ring_tx_, 1, SOCKET_ID_ANY);
+    if (id < 0) {
+      ring_pair::detach(spec_.ring, ring_tx_);
+      ring_rx_ = ring_tx_ = nullptr;
+      return fail(err, spec_.text + ": rte_eth_from_rings failed: " + rte_strerror(rte_errno), mark);
+    }
+    port_id_ = static_cast<uint16_t>(id);
+    have_port_ = true;
+    return true;
+  }
+
+  if (spec_.kind == PortKind::kMemif && spec_.server && spec_.socket[0] != '@') {
+    std::lock_guard lock(g_sockets_mu);
+    const auto dir = std::filesystem::path(spec_.socket).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      return fail(err, spec_.text + ": directory " + dir.string() + " does not exist", mark);
+    if (!g_server_sockets.count(spec_.socket) && !clear_stale_socket(spec_.socket, err)) return false;
+    g_server_sockets.insert(spec_.socket);
+    server_socket_registered_ = true;
+  }
+  // The vdev bus picks the driver by name prefix: "net_memif_u3" is probed by net_memif.
+  dev_name_ = Eal::unique_name((std::string(vdev_driver(spec_.kind)) + "_u").c_str());
+  const std::string args = vdev_args(spec_, kFrameRoom);
+  const int rc = rte_vdev_init(dev_name_.c_str(), args.c_str());
+  if (rc != 0)
+    return fail(err,
+                spec_.text + ": cannot create " + kind_name(spec_.kind) + " device (" + args +
+                    "): " + errstr(rc < 0 ? rc : -EINVAL),
+                mark);
+  if (rte_eth_dev_get_port_by_name(dev_name_.c_str(), &port_id_) != 0) {
+    rte_vdev_uninit(dev_name_.c_str());
+    return fail(err, spec_.text + ": device " + dev_name_ + " created but has no ethdev port", mark);
+  }
+  have_port_ = true;
+  return true;
+}
+
+bool DpdkPort::configure_and_start(std::string* err) {
+  const size_t mark = dpdk_log::mark();
+  const std::string& s = spec_.text;
+  rte_eth_conf conf{};
+  // Of the PMDs here only tap implements rx queue interrupts in DPDK 22.11.
+  const bool want_rx_intr = spec_.kind == PortKind::kTap;
+  conf.intr_conf.rxq = want_rx_intr ? 1 : 0;
+  int rc = rte_eth_dev_configure(port_id_, 1, 1, &conf);
+  if (rc != 0) return fail(err, s + ": rte_eth_dev_configure: " + errstr(rc), mark);
+
+  uint16_t nrx = kRxDesc, ntx = kTxDesc;
+  rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &nrx, &ntx);
+  const int socket = rte_eth_dev_socket_id(port_id_);
+  rc = rte_eth_rx_queue_setup(port_id_, 0, nrx, socket, nullptr, pool_);
+  if (rc != 0) return fail(err, s + ": rx queue setup: " + errstr(rc), mark);
+  rc = rte_eth_tx_queue_setup(port_id_, 0, ntx, socket, nullptr);
+  if (rc != 0) return fail(err, s + ": tx queue setup: " + errstr(rc), mark);
+
+  if (spec_.kind == PortKind::kTap || spec_.kind == PortKind::kAfPacket) {
+    // The kernel interface's MTU bounds what passes (ethdev's own MTU for these PMDs is a default of
+    // 1500 that says nothing about the interface). A tap interface is ours to size; an af_packet
+    // interface belongs to whoever configured it.
+    // tap's tx also refuses frames longer than its ethdev MTU + 22, and rte_eth_dev_set_mtu (which would
+    // set both) refuses anything above 1500: DPDK 22.11's tap reports a 1522-byte max frame.
+    int mtu = kernel_mtu(spec_.iface);
+    if (spec_.kind == PortKind::kTap) {
+      uint16_t eth_mtu = 0;
+      rte_eth_dev_info info{};
+      if (rte_eth_dev_info_get(port_id_, &info) == 0 && info.max_rx_pktlen >= kMaxFrame + 4u &&
+          info.max_mtu >= kMaxFrame - kEthHeader)
+        rte_eth_dev_set_mtu(port_id_, kMaxFrame - kEthHeader);
+      mtu = kernel_mtu(spec_.iface);
+      if (rte_eth_dev_get_mtu(port_id_, &eth_mtu) == 0) mtu = std::min<int>(mtu, eth_mtu);
+    }
+    if (mtu > 0 && mtu + kEthHeader < kMaxFrame) max_frame_ = static_cast<uint16_t>(mtu + kEthHeader);
+    rte_eth_promiscuous_enable(port_id_);
+  }
+
+  if (!start_with_retry(err)) return false;
+
+  if (want_rx_intr) {
+    const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id_, 0);
+    rx_event_fd_ = fd >= 0 ? fd : -1;
+  }
+  wait_link_up(std::chrono::milliseconds(spec_.effective_wait_ms()));
+  return true;
+}
+
+// A memif client's start connects to the server's socket and fails while there is none; retry for the
+// spec's wait= so that client and server may start in either order.
+bool DpdkPort::start_with_retry(std::string* err) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(spec_.effective_wait_ms());
+  for (;;) {
+    const size_t mark = dpdk_log::mark();
+    const int rc = rte_eth_dev_start(port_id_);
+    if (rc == 0) {
+      started_ = true;
+      return true;
+    }
+    const bool retry = spec_.kind == PortKind::kMemif && !spec_.server;
+    if (!retry || std::chrono::steady_clock::now() >= deadline) {
+      std::string hint;
+      if (retry) hint = " (no memif server at " + spec_.socket + "? wait= gives it time)";
+      return fail(err, spec_.text + ": rte_eth_dev_start: " + errstr(rc) + hint, mark);
+    }
+    std::this_thread::sleep_for(kStartRetryInterval);
+  }
+}
+
+DpdkPort::~DpdkPort() { teardown(); }
+
+void DpdkPort::teardown() {
+  // After fork() only the parent may touch the device: stopping a memif port here would disconnect
+  // the parent's link (see dpdk_eal.h).
+  if (owner_pid_ != getpid()) return;
+  if (started_) rte_eth_dev_stop(port_id_);
+  started_ = false;
+  if (spec_.kind == PortKind::kMemif) settle_interrupt_thread();
+  if (have_port_) {
+    if (spec_.kind == PortKind::kRing) {
+      rte_eth_dev_close(port_id_);
+      ring_pair::detach(spec_.ring, ring_tx_);
+    } else {
+      rte_vdev_uninit(dev_name_.c_str());  // closes the ethdev; a memif server unlinks its socket
+    }
+    have_port_ = false;
+  }
+  if (server_socket_registered_) {
+    std::lock_guard lock(g_sockets_mu);
+    g_server_sockets.erase(g_server_sockets.find(spec_.socket));
+    server_socket_registered_ = false;
+  }
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+  pool_ = nullptr;
+}
+
+}  // namespace uroce::glue
