@@ -1,0 +1,214 @@
+// memif and ring ports: frames of every size both ways with payload intact and every buffer back home,
+// within one process and across two, plus the link-down, oversize, stale-socket and fork cases.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "pmd_glue/dpdk_port.h"
+#include "tests/glue/frame_exchange.h"
+
+namespace uroce::glue {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/uroce-glue-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::unique_ptr<DpdkPort> open_or_fail(const std::string& spec) {
+  std::string err;
+  auto p = DpdkPort::open(spec, &err);
+  EXPECT_NE(p, nullptr) << err;
+  return p;
+}
+
+std::vector<uint16_t> every_size_a_few_times(uint16_t max) {
+  std::vector<uint16_t> lens;
+  for (int rep = 0; rep < 8; ++rep)
+    for (uint16_t s : test::standard_sizes(max)) lens.push_back(s);
+  for (int i = 0; i < 2000; ++i) lens.push_back(static_cast<uint16_t>(64 + (i * 7919) % (max - 63)));
+  return lens;
+}
+
+void expect_both_ways(DpdkPort& a, DpdkPort& b) {
+  const auto lens = every_size_a_few_times(kMaxFrame);
+  std::string err;
+  test::ExchangeStats st;
+  EXPECT_TRUE(test::exchange(a, b, 0xA, 0xA, lens, &err, &st, nullptr, 512)) << err;
+  EXPECT_EQ(st.frames, lens.size());
+  EXPECT_TRUE(test::exchange(b, a, 0xB, 0xB, lens, &err, &st, nullptr, 512)) << err;
+  EXPECT_EQ(st.frames, lens.size());
+}
+
+void expect_pools_full(const DpdkPort& a, const DpdkPort& b) {
+  EXPECT_EQ(a.pool_available(), a.pool_size()) << "port a leaked mbufs";
+  EXPECT_EQ(b.pool_available(), b.pool_size()) << "port b leaked mbufs";
+}
+
+TEST(MemifPair, EverySizeBothWaysNoLeak) {
+  TempDir dir;
+  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server->wait_link_up(seconds(3)));
+  ASSERT_TRUE(client->wait_link_up(seconds(3)));
+  EXPECT_EQ(server->max_frame(), kMaxFrame);
+  EXPECT_EQ(server->rx_event_fd(), -1);  // DPDK 22.11 memif has no rx queue interrupts
+  EXPECT_FALSE(server->enable_rx_interrupt());
+  expect_both_ways(*server, *client);
+  expect_pools_full(*server, *client);
+  const auto st = client->stats();
+  EXPECT_EQ(st.rx_linearised + st.rx_chain_drop + st.rx_oversize, 0u);
+}
+
+TEST(MemifPair, SeveralIdsShareOneSocket) {
+  TempDir dir;
+  const std::string sock = dir.file("m.sock");
+  auto s0 = open_or_fail("memif:socket=" + sock + ",role=server,id=0");
+  auto s1 = open_or_fail("memif:socket=" + sock + ",role=server,id=1");
+  auto c1 = open_or_fail("memif:socket=" + sock + ",role=client,id=1");
+  auto c0 = open_or_fail("memif:socket=" + sock + ",role=client,id=0");
+  ASSERT_TRUE(s0 && s1 && c0 && c1);
+  for (auto* p : {s0.get(), s1.get(), c0.get(), c1.get()}) ASSERT_TRUE(p->wait_link_up(seconds(3)));
+  std::string err;
+  const std::vector<uint16_t> lens(100, 1024);
+  EXPECT_TRUE(test::exchange(*s1, *c1, 1, 1, lens, &err)) << err;
+  EXPECT_TRUE(test::exchange(*c0, *s0, 2, 2, lens, &err)) << err;
+}
+
+TEST(MemifPair, TxWhileDownKeepsBuffersWithCaller) {
+  TempDir dir;
+  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  ASSERT_TRUE(server);
+  EXPECT_FALSE(server->link_up());
+  PktBuf* bufs[kBurst];
+  ASSERT_EQ(server->alloc_burst(bufs, kBurst), kBurst);
+  for (auto* b : bufs) test::fill_frame(b, server->mac(), server->mac(), 1, 0, 100);
+  EXPECT_EQ(server->tx_burst(bufs, kBurst), 0);
+  server->free_burst(bufs, kBurst);
+  EXPECT_EQ(server->pool_available(), server->pool_size());
+}
+
+TEST(MemifPair, FramesLongerThanMaxFrameAreDroppedAndCounted) {
+  TempDir dir;
+  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  ASSERT_TRUE(server && client && server->wait_link_up(seconds(3)));
+  PktBuf* b;
+  ASSERT_EQ(client->rx_burst(&b, 1), 0);  // a memif client hands its rx buffers to the ring when it polls
+  ASSERT_EQ(server->alloc_burst(&b, 1), 1);
+  ASSERT_GE(b->cap, kMaxFrame + 1);
+  test::fill_frame(b, client->mac(), server->mac(), 1, 0, kMaxFrame + 1);
+  ASSERT_EQ(server->tx_burst(&b, 1), 1);
+  std::string err;  // a good frame after it still arrives
+  EXPECT_TRUE(test::exchange(*server, *client, 2, 2, {kMaxFrame}, &err)) << err;
+  EXPECT_EQ(client->stats().rx_oversize, 1u);
+  expect_pools_full(*server, *client);
+}
+
+TEST(MemifPair, ClientWithoutServerFailsWithAHint) {
+  TempDir dir;
+  std::string err;
+  auto client = DpdkPort::open("memif:socket=" + dir.file("none.sock") + ",role=client,wait=100", &err);
+  EXPECT_EQ(client, nullptr);
+  EXPECT_NE(err.find("no memif server"), std::string::npos) << err;
+}
+
+TEST(MemifPair, StaleSocketFileIsReplaced) {
+  TempDir dir;
+  const std::string path = dir.file("stale.sock");
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  close(fd);  // the file stays, nobody listens: what a crashed server leaves
+  auto server = open_or_fail("memif:socket=" + path + ",role=server");
+  auto client = open_or_fail("memif:socket=" + path + ",role=client");
+  ASSERT_TRUE(server && client);
+  EXPECT_TRUE(client->wait_link_up(seconds(3)));
+}
+
+TEST(MemifPair, ForkedChildDoesNotDisturbTheParentsLink) {
+  TempDir dir;
+  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  ASSERT_TRUE(server && client && server->wait_link_up(seconds(3)));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    server.reset();  // destructors in the child must leave the parent's devices alone
+    client.reset();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_TRUE(server->link_up());
+  EXPECT_TRUE(client->link_up());
+  std::string err;
+  EXPECT_TRUE(test::exchange(*server, *client, 1, 1, std::vector<uint16_t>(64, 512), &err)) << err;
+}
+
+TEST(RingPair, EverySizeBothWaysNoLeak) {
+  auto a = open_or_fail("ring:glue_test_ab");
+  auto b = open_or_fail("ring:glue_test_ab");
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->link_up() && b->link_up());
+  std::string err;
+  EXPECT_EQ(DpdkPort::open("ring:glue_test_ab", &err), nullptr);
+  EXPECT_NE(err.find("both ends"), std::string::npos) << err;
+  expect_both_ways(*a, *b);
+  expect_pools_full(*a, *b);
+}
+
+// The cross-process path: this process is the memif server, glue_peer (exec'd) the client that echoes.
+TEST(MemifProcesses, FramesCrossAndComeBack) {
+  TempDir dir;
+  const std::string sock = dir.file("x.sock");
+  auto server = open_or_fail("memif:socket=" + sock + ",role=server");
+  ASSERT_TRUE(server);
+  const std::string spec = "memif:socket=" + sock + ",role=client";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(GLUE_PEER, "glue_peer", "echo", spec.c_str(), "5000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const bool up = server->wait_link_up(seconds(10));
+  std::string err;
+  bool ok = false;
+  if (up) {
+    const auto lens = every_size_a_few_times(kMaxFrame);
+    test::ExchangeStats st;
+    ok = test::exchange(*server, *server, 0xC, test::kTagEcho, lens, &err, &st, nullptr, 256, 5000);
+    EXPECT_EQ(st.frames, ok ? lens.size() : st.frames);
+  }
+  test::send_stop(*server);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(up) << "glue_peer never connected";
+  EXPECT_TRUE(ok) << err;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(server->pool_available(), server->pool_size());
+}
+
+}  // namespace
+}  // namespace uroce::glue

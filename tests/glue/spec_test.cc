@@ -1,0 +1,82 @@
+// Port spec parsing: what each kind accepts, and that every mistake names the key at fault.
+#include <gtest/gtest.h>
+
+#include "pmd_glue/dpdk_spec.h"
+
+namespace uroce::glue {
+namespace {
+
+PortSpec parse_ok(const std::string& text) {
+  PortSpec s;
+  std::string err;
+  EXPECT_TRUE(parse_port_spec(text, &s, &err)) << text << ": " << err;
+  return s;
+}
+
+std::string parse_err(const std::string& text) {
+  PortSpec s;
+  std::string err;
+  EXPECT_FALSE(parse_port_spec(text, &s, &err)) << text << " was accepted";
+  return err;
+}
+
+TEST(PortSpec, Memif) {
+  PortSpec s = parse_ok("memif:socket=/run/uroce/a.sock,role=server,id=7");
+  EXPECT_EQ(s.kind, PortKind::kMemif);
+  EXPECT_EQ(s.socket, "/run/uroce/a.sock");
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.id, 7u);
+  EXPECT_EQ(s.effective_wait_ms(), 0);  // a server does not wait for its peer
+
+  s = parse_ok("memif:role=client,socket=/tmp/x,rsize=8,wait=50,mbufs=1023");
+  EXPECT_FALSE(s.server);
+  EXPECT_EQ(s.log2_ring, 8);
+  EXPECT_EQ(s.effective_wait_ms(), 50);
+  EXPECT_EQ(s.mbufs, 1023u);
+  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=/tmp/x,socket-abstract=no,bsize=4352,rsize=8");
+
+  s = parse_ok("memif:socket=@uroce,role=client");
+  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=uroce,socket-abstract=yes,bsize=4352,rsize=10");
+  EXPECT_EQ(s.effective_wait_ms(), 3000);
+}
+
+TEST(PortSpec, AfPacketTapRing) {
+  PortSpec s = parse_ok("af_packet:iface=veth0");
+  EXPECT_EQ(s.kind, PortKind::kAfPacket);
+  EXPECT_EQ(vdev_args(s, 4352), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=512");
+  s = parse_ok("tap:iface=uroce0");
+  EXPECT_EQ(s.kind, PortKind::kTap);
+  EXPECT_EQ(vdev_args(s, 4352), "iface=uroce0");
+  s = parse_ok("ring:link1,wait=0");
+  EXPECT_EQ(s.kind, PortKind::kRing);
+  EXPECT_EQ(s.ring, "link1");
+  EXPECT_EQ(s.effective_wait_ms(), 0);
+}
+
+TEST(PortSpec, ErrorsNameTheKey) {
+  EXPECT_NE(parse_err("memif:socket=/x,role=server,colour=blue").find("'colour'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x,role=server,colour=blue").find("valid: socket, role"),
+            std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x,role=master").find("'role'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x,role=server,id=-1").find("'id'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x,role=server,role=client").find("'role' given twice"),
+            std::string::npos);
+  EXPECT_NE(parse_err("memif:role=server").find("'socket'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x").find("'role'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=" + std::string(200, 'a') + ",role=server").find("'socket'"),
+            std::string::npos);
+  EXPECT_NE(parse_err("af_packet:iface=averyveryverylongname").find("'iface'"), std::string::npos);
+  EXPECT_NE(parse_err("af_packet:ifname=eth0").find("'ifname'"), std::string::npos);
+  EXPECT_NE(parse_err("af_packet:").find("'iface'"), std::string::npos);
+  EXPECT_NE(parse_err("tap:iface=x,socket=/y").find("'socket'"), std::string::npos);
+  EXPECT_NE(parse_err("ring:").find("ring"), std::string::npos);
+  EXPECT_NE(parse_err("ring:a,b").find("'b'"), std::string::npos);
+  EXPECT_NE(parse_err("ring:a,wait=soon").find("'wait'"), std::string::npos);
+  EXPECT_NE(parse_err("ring:a,mbufs=10").find("'mbufs'"), std::string::npos);
+  EXPECT_NE(parse_err("vhost:iface=x").find("'vhost'"), std::string::npos);
+  EXPECT_NE(parse_err("memif").find("KIND:ARGS"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=/x,role=server,id").find("'id'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uroce::glue
