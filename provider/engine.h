@@ -19,11 +19,17 @@
 
 #include "transport/device.h"
 
+namespace uroce::glue {
+class DpdkPort;
+}
+
 namespace uroce::provider {
 
 struct EngineConfig {
   DeviceConfig device;
-  std::string port = "loopback";  // UROCE_PORT
+  // UROCE_PORT: "loopback" (in-process only) or a DPDK port spec (pmd_glue/dpdk_spec.h), e.g.
+  // memif:socket=/run/x.sock,role=client
+  std::string port = "loopback";
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -40,8 +46,8 @@ class Engine {
   // The lock every verb holds while it touches the device.
   std::mutex& mu() { return mu_; }
   Device& dev() { return *dev_; }
-  // One progress pass; the caller holds mu().
-  void progress_locked() { dev_->progress(); }
+  // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
+  void progress_locked();
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();
 
@@ -62,10 +68,12 @@ class Engine {
 
   std::mutex mu_;
   std::unique_ptr<PacketIo> port_;
+  glue::DpdkPort* dpdk_ = nullptr;  // port_ when it is a DPDK port
   SteadyClock clock_;
   std::unique_ptr<Device> dev_;
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
   std::thread thread_;
 };
 

@@ -50,6 +50,14 @@ void make_side(VerbsSide* s, ibv_qp_type type, size_t bytes, ibv_srq* srq, ibv_c
   ASSERT_NE(s->qp, nullptr) << strerror(errno);
 }
 
+VerbsSide::~VerbsSide() {
+  if (qp) ibv_destroy_qp(qp);
+  if (mr) ibv_dereg_mr(mr);
+  if (cq) ibv_destroy_cq(cq);
+  if (pd) ibv_dealloc_pd(pd);
+  if (ctx) ibv_close_device(ctx);
+}
+
 void destroy_side(VerbsSide* s) {
   if (s->qp) {
     EXPECT_EQ(ibv_destroy_qp(s->qp), 0);
@@ -66,7 +74,12 @@ void destroy_side(VerbsSide* s) {
   if (s->ctx) {
     EXPECT_EQ(ibv_close_device(s->ctx), 0);
   }
-  *s = VerbsSide{};
+  s->qp = nullptr;
+  s->mr = nullptr;
+  s->cq = nullptr;
+  s->pd = nullptr;
+  s->ctx = nullptr;
+  s->buf.clear();
 }
 
 static int to_rts(ibv_qp* qp, const ibv_gid& dgid, uint32_t dqpn, uint8_t timeout, uint8_t retry,

@@ -16,6 +16,8 @@ struct VerbsSide {
   ibv_qp* qp = nullptr;
   ibv_mr* mr = nullptr;
   std::vector<uint8_t> buf;
+  // A test that stopped early still releases everything, so no QP outlives the memory it writes into.
+  ~VerbsSide();
 };
 
 // Opens the first uroce device (ASSERTs inside gtest on failure).

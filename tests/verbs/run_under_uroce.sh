@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# run_under_uroce.sh UROCE PROGRAM [ARGS...]
+# Runs a verbs test program the way a user does: through `uroce run`, so the system's libibverbs finds the
+# uroce provider. As root it runs `uroce setup` first (idempotent); without the device nodes and not root it
+# skips (exit 77) with the instruction. The per-user sysfs tree goes to a scratch runtime dir.
+set -u
+uroce=$1
+shift
+node=/dev/infiniband/uroce_verbs0
+if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
+  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
+  "$uroce" setup >/dev/null || exit 1
+fi
+XDG_RUNTIME_DIR=$(mktemp -d)
+export XDG_RUNTIME_DIR
+trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+exec "$uroce" run -- "$@"
