@@ -33,7 +33,8 @@ struct State {
   double seconds = 0;
   bool hugepages = false;
   std::vector<std::string> args;
-  std::vector<char*> argv;  // EAL may keep pointers into argv: lives as long as the process
+  std::vector<char*> owned;  // EAL may keep pointers to the strings: they live as long as the process
+  std::vector<char*> argv;   // what rte_eal_init gets (and permutes; it also overwrites one entry)
 };
 
 State& state() {
@@ -136,7 +137,8 @@ bool Eal::ensure(std::string* err) {
   s.hugepages = cfg.hugepages;
   dpdk_log::install(std::getenv("UROCE_DPDK_LOG") != nullptr);
   s.args = build_args(cfg);
-  for (auto& a : s.args) s.argv.push_back(strdup(a.c_str()));
+  for (auto& a : s.args) s.owned.push_back(strdup(a.c_str()));
+  s.argv = s.owned;
   s.argv.push_back(nullptr);
 
   const auto t0 = std::chrono::steady_clock::now();
