@@ -72,6 +72,8 @@ TEST(MemifPair, EverySizeBothWaysNoLeak) {
   ASSERT_TRUE(server->wait_link_up(seconds(3)));
   ASSERT_TRUE(client->wait_link_up(seconds(3)));
   EXPECT_EQ(server->max_frame(), kMaxFrame);
+  EXPECT_NE(server->mac(), client->mac());
+  EXPECT_EQ(server->mac()[0] & 3, 2) << "a locally administered unicast MAC";
   EXPECT_EQ(server->rx_event_fd(), -1);  // DPDK 22.11 memif has no rx queue interrupts
   EXPECT_FALSE(server->enable_rx_interrupt());
   expect_both_ways(*server, *client);
