@@ -1,0 +1,23 @@
+// CRC-32 (reflected IEEE 802.3 polynomial, zlib's init and final XOR) folded with VPCLMULQDQ on 256-bit
+// registers. ISA-L's fastest kernel for this CPU class needs AVX-512; this one needs only AVX2 +
+// VPCLMULQDQ (AMD Zen 3 and later, Intel Ice Lake and later). crc32_update in icrc.cc dispatches to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce::wire {
+
+// Shortest input crc32_avx2 accepts; below it crc32_update uses ISA-L.
+inline constexpr size_t kCrc32Avx2MinLen = 16;
+
+// True when the CPU has AVX2, PCLMULQDQ and VPCLMULQDQ (CPUID.7.0:ECX[10]), the OS saves YMM state, and
+// there is no AVX-512 (with it, ISA-L's 512-bit kernel folds twice as many bytes per instruction).
+bool crc32_avx2_preferred();
+
+// zlib-compatible continuation, as crc32_update: crc32_avx2(crc32_avx2(0, a), b) == crc32(a || b).
+// Requires AVX2 + VPCLMULQDQ (crc32_avx2_preferred() or an AVX-512 CPU) and n >= kCrc32Avx2MinLen; any
+// alignment.
+uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n);
+
+}  // namespace uroce::wire
