@@ -67,8 +67,16 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
 Engine::Engine(const EngineConfig& cfg) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::runtime_error("out of file descriptors");
-  port_ =
-      std::make_unique<glue::LoopbackPort>(glue::LoopbackHub::instance(), cfg.device.mac, [this] { wake(); });
+  if (cfg.port == "loopback") {
+    port_ = std::make_unique<glue::LoopbackPort>(glue::LoopbackHub::instance(), cfg.device.mac,
+                                                 [this] { wake(); });
+  } else {
+    std::string err;
+    auto p = glue::DpdkPort::open(cfg.port, &err);
+    if (!p) throw std::runtime_error("UROCE_PORT=" + cfg.port + ": " + err);
+    dpdk_ = p.get();
+    port_ = std::move(p);
+  }
   dev_ = std::make_unique<Device>(cfg.device, port_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
   thread_ = std::thread([this] { run(); });
@@ -78,9 +86,27 @@ Engine::~Engine() {
   stop_ = true;
   wake();
   thread_.join();
+  if (std::getenv("UROCE_STATS_ON_EXIT")) print_stats(stderr);
   dev_.reset();
   port_.reset();
   close(wake_fd_);
+}
+
+void Engine::print_stats(FILE* out) {
+  std::lock_guard lock(mu_);
+  std::fprintf(out, "uroce %s stats:", dev_->config().name.c_str());
+  for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
+    if (uint64_t v = dev_->counters().n[i])
+      std::fprintf(out, " %s=%lu", counter_name(static_cast<Counter>(i)), v);
+  for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
+    if (uint64_t v = dev_->rx_drops().n[i])
+      std::fprintf(out, " rx_drop_%s=%lu", wire::rx_drop_name(static_cast<wire::RxDrop>(i)), v);
+  if (dpdk_) {
+    const auto st = dpdk_->stats();
+    std::fprintf(out, " port_rx=%lu port_tx=%lu port_tx_errors=%lu port_rx_missed=%lu link=%s", st.rx_frames,
+                 st.tx_frames, st.tx_errors, st.rx_missed, dpdk_->link_up() ? "up" : "down");
+  }
+  std::fprintf(out, "\n");
 }
 
 void Engine::wake() {
@@ -110,6 +136,16 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
   static std::unordered_map<std::string, std::weak_ptr<Engine>> engines;
   std::lock_guard lock(mu);
   if (auto e = engines[ibdev].lock()) return e;
+  static bool once = [] {
+    // Programs often exit without closing the device: report at exit too.
+    if (std::getenv("UROCE_STATS_ON_EXIT"))
+      std::atexit([] {
+        for (auto& [name, weak] : engines)
+          if (auto e = weak.lock()) e->print_stats(stderr);
+      });
+    return true;
+  }();
+  (void)once;
   EngineConfig cfg;
   *err = load_engine_config(ibdev, &cfg);
   if (!err->empty()) return nullptr;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +49,9 @@ class Engine {
   Device& dev() { return *dev_; }
   // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
   void progress_locked();
+  // Writes the device counters, drop reasons and port statistics on one line (UROCE_STATS_ON_EXIT=1).
+  void print_stats(FILE* out);
+
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();
 
