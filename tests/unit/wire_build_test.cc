@@ -17,12 +17,18 @@ bool same_headers(const PacketHeaders& a, const PacketHeaders& b) {
   bool same = a.eth.dst == b.eth.dst && a.eth.src == b.eth.src && a.eth.vlan == b.eth.vlan &&
               a.ip.ipv6 == b.ip.ipv6 && a.ip.src == b.ip.src && a.ip.dst == b.ip.dst &&
               a.ip.tclass == b.ip.tclass && a.ip.ttl == b.ip.ttl && a.udp_sport == b.udp_sport &&
-              std::memcmp(&a.bth, &b.bth, sizeof(a.bth)) == 0;
+              a.bth.opcode == b.bth.opcode && a.bth.se == b.bth.se && a.bth.migreq == b.bth.migreq &&
+              a.bth.tver == b.bth.tver && a.bth.pkey == b.bth.pkey && a.bth.resv8a == b.bth.resv8a &&
+              a.bth.dqpn == b.bth.dqpn && a.bth.ackreq == b.bth.ackreq &&
+              a.bth.psn == b.bth.psn;  // field by field: the struct has padding
   if (a.eth.vlan) same &= a.eth.pcp == b.eth.pcp && a.eth.vid == b.eth.vid;
   if (a.ip.ipv6) same &= a.ip.flow_label == b.ip.flow_label;
-  if (m & kHasReth) same &= std::memcmp(&a.reth, &b.reth, sizeof(a.reth)) == 0;
+  if (m & kHasReth)
+    same &= a.reth.va == b.reth.va && a.reth.rkey == b.reth.rkey && a.reth.dma_len == b.reth.dma_len;
   if (m & kHasAeth) same &= a.aeth.syndrome == b.aeth.syndrome && a.aeth.msn == b.aeth.msn;
-  if (m & kHasAtomicEth) same &= std::memcmp(&a.atomic, &b.atomic, sizeof(a.atomic)) == 0;
+  if (m & kHasAtomicEth)
+    same &= a.atomic.va == b.atomic.va && a.atomic.rkey == b.atomic.rkey &&
+            a.atomic.swap_add == b.atomic.swap_add && a.atomic.compare == b.atomic.compare;
   if (m & kHasAtomicAckEth) same &= a.atomic_ack_orig == b.atomic_ack_orig;
   if (m & kHasImmDt) same &= a.imm_be == b.imm_be;
   if (m & kHasIeth) same &= a.ieth_rkey == b.ieth_rkey;
