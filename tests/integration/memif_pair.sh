@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# memif_pair.sh UROCE TCP_PORT -- COMMAND ARGS...
+# Runs an unmodified verbs program as a server and a client in two processes, each with its own uroce device
+# (GIDs ::ffff:127.1.0.1 and ::ffff:127.1.0.2), joined by a direct DPDK memif pair. The client connects to
+# the server's out-of-band TCP port on 127.0.0.1 (loopback only). Both must exit 0.
+# Exits 77 (ctest SKIP) when the uroce device nodes are missing and this is not root.
+set -u
+uroce=$1 tcp=$2
+shift 3
+node=/dev/infiniband/uroce_verbs0
+if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
+  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
+  "$uroce" setup >/dev/null || exit 1
+fi
+dir=$(mktemp -d)
+trap 'kill $spid 2>/dev/null; rm -rf "$dir"' EXIT
+export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
+sock=$dir/memif.sock
+case $1 in
+  ib_*) port_opt=(-p "$tcp") ;;     # perftest
+  *) port_opt=(-p "$tcp") ;;        # ibv_*_pingpong
+esac
+UROCE_PORT="memif:socket=$sock,role=server" timeout 60 "$uroce" run --ip 127.1.0.1 -- "$@" "${port_opt[@]}" \
+  >"$dir/server.log" 2>&1 &
+spid=$!
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+sleep 0.3  # the server's TCP listener
+UROCE_PORT="memif:socket=$sock,role=client" timeout 60 "$uroce" run --ip 127.1.0.2 -- "$@" "${port_opt[@]}" 127.0.0.1 \
+  >"$dir/client.log" 2>&1
+crc=$?
+wait $spid
+src=$?
+echo "== server (rc $src)"; cat "$dir/server.log"
+echo "== client (rc $crc)"; cat "$dir/client.log"
+[ $src = 0 ] && [ $crc = 0 ]
