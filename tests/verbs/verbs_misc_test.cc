@@ -248,7 +248,11 @@ TEST(CompletionChannel, EventsArriveOnAPollableFd) {
   EXPECT_EQ(poll_n(a.cq, 1).size(), 1u);
   // Destroying the channel while a CQ uses it fails; after the CQ is gone it succeeds.
   EXPECT_EQ(ibv_destroy_comp_channel(ch), EBUSY);
+  ibv_context* ctx = a.ctx;
+  a.ctx = nullptr;  // closed below, after the channel
   destroy_side(&a);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
   destroy_side(&b);
 }
 
