@@ -14,4 +14,6 @@ fi
 XDG_RUNTIME_DIR=$(mktemp -d)
 export XDG_RUNTIME_DIR
 trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+# Under a sanitizer build the preloaded shim precedes the ASan runtime in the library list: allow it.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 exec "$uroce" run -- "$@"
