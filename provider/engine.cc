@@ -163,9 +163,12 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
 // next packet of an exchange usually follows within microseconds), then sleeps: on its eventfd (frames from
 // the in-process hub, a wake()), the port's rx interrupt where the PMD has one, and the next deadline. A
 // DPDK port without rx interrupts (memif, af_packet in DPDK 22.11) is looked at again after a back-off that
-// doubles from 20 us to 1 ms while the device stays idle, so an idle process costs well under 1% of a core.
+// doubles from 20 us while the device stays idle (see kIdleMaxNapNs).
 void Engine::run() {
-  constexpr uint64_t kMinNapNs = 20'000, kMaxNapNs = 1'000'000;
+  // Naps grow to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
+  // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
+  constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
+  constexpr uint64_t kIdleAfterNs = 1'000'000'000;
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
@@ -185,7 +188,7 @@ void Engine::run() {
       if (now - last_work < kSpinNs) continue;
       if (dpdk_ && rx_fd < 0 && now + nap < deadline) {
         deadline = now + nap;
-        nap = std::min(nap * 2, kMaxNapNs);
+        nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);
         napping = true;
       }
       if (rx_fd >= 0) dpdk_->enable_rx_interrupt();

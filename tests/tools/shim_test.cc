@@ -171,11 +171,13 @@ TEST_F(SysfsRedirect, TooLongAndNullPaths) {
   errno = 0;
   EXPECT_EQ(open(("/sys/class/infiniband/" + std::string(40, 'b')).c_str(), O_RDONLY), -1);
   EXPECT_EQ(errno, ENAMETOOLONG);
+#if !defined(__SANITIZE_ADDRESS__)  // UBSan (built with ASan here) rejects the deliberate null argument
   const char* volatile null_path = nullptr;
   struct stat st {};
   errno = 0;
   EXPECT_EQ(::stat(null_path, &st), -1);
   EXPECT_EQ(errno, EFAULT);
+#endif
 }
 
 // ---- completion channels ----
