@@ -16,6 +16,10 @@
 // Link: memif is up only while both ends are connected. While the link is down tx_burst accepts nothing
 // (returns 0, the caller keeps the buffers: backpressure, not loss); af_packet and tap accept frames and
 // the kernel drops them if the interface is down; a ring port always accepts while the ring has room.
+// memif is also backpressure when up: the server transmits into buffers the client hands over when it
+// polls rx, so a server's tx_burst returns 0 until the client's first rx_burst and whenever the client's
+// ring is full. A frame a PMD refuses for good (longer than max_frame()) is refused on every retry:
+// never offer one.
 #pragma once
 
 #include <sys/types.h>
