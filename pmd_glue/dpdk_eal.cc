@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -132,6 +133,14 @@ bool Eal::ensure(std::string* err) {
   }
   s.attempted = true;
   s.pid = static_cast<int>(getpid());
+
+  if (rte_lcore_count() > 0) {
+    // The application started EAL itself (uroced, or a DPDK program that also uses verbs): use it as it
+    // is, logging included. (rte_eal_init would refuse, and say so on stderr.)
+    s.args = {"(EAL started by the application)"};
+    s.ok = true;
+    return true;
+  }
 
   const EalConfig cfg = default_config();
   s.hugepages = cfg.hugepages;

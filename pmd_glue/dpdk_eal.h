@@ -14,6 +14,8 @@
 //   UROCE_DPDK_LOG=LEVEL   DPDK log level (e.g. debug, or pmd.net.memif:debug) and echo lines to stderr.
 //   UROCE_DPDK_EAL_ARGS    extra EAL arguments, space separated, appended last (for experiments).
 //
+// If the application has already started EAL itself, ensure() uses that EAL as it is.
+//
 // fork(): EAL cannot be initialised twice in one address space and its threads do not survive fork().
 // A child forked after Eal::ensure() succeeded must not use the parent's ports or call into DPDK at all
 // (ensure() fails in it and DpdkPort's destructor does nothing there, so the parent's memif connections

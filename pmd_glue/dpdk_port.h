@@ -41,8 +41,9 @@ namespace uroce::glue {
 
 // The largest frame a uroce port carries: Ethernet through ICRC of a 4096-byte-MTU RoCEv2 packet.
 constexpr uint16_t kMaxFrame = 4224;
-// Data room of every mbuf (after the 128-byte headroom). Larger than kMaxFrame because af_packet insists
-// its whole 4352+32-byte ring slot fits in one mbuf; memif and tap use it as is.
+// Data room of every mbuf (after the 128-byte headroom). Larger than kMaxFrame for af_packet, which wants
+// (ring slot size - 32) <= this while a frame starts 66 bytes into its slot: a slot that carries 4224-byte
+// frames is at least 4304 bytes. memif's buffers (bsize) are this size too.
 constexpr uint16_t kFrameRoom = 4352;
 
 class DpdkPort final : public PacketIo {

@@ -121,6 +121,19 @@ TEST(Eal, NarrowAffinityIsLeftAlone) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "glue_peer affinity (pinned to cpu " << last << ") reported a change";
 }
 
+TEST(Eal, UsesAnEalTheApplicationStarted) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(GLUE_PEER, "glue_peer", "preinit", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(Eal, ForkedChildIsToldToExec) {
   std::string err;
   ASSERT_TRUE(Eal::ensure(&err)) << err;

@@ -4,13 +4,16 @@
 //   glue_peer pair SPEC_A SPEC_B      open two ports and exchange every standard size both ways
 //                                     (af_packet and tap tests run this inside a network namespace)
 //   glue_peer affinity                init EAL and report whether this thread's cpu affinity changed
+//   glue_peer preinit                 start EAL the way a DPDK application would, then open ring ports
 // Exit status: 0 pass, 1 fail, 2 usage.
+#include <rte_eal.h>
 #include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "pmd_glue/dpdk_eal.h"
 #include "pmd_glue/dpdk_port.h"
@@ -113,6 +116,26 @@ int affinity() {
   return same ? 0 : 1;
 }
 
+int preinit() {
+  const char* args[] = {"app",      "--no-huge",      "-m",       "64",    "--no-shconf",
+                        "--no-pci", "--no-telemetry", "--lcores", "0@(0)", "--log-level=error"};
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
+  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
+    std::fprintf(stderr, "glue_peer: the application's own rte_eal_init failed\n");
+    return 1;
+  }
+  std::string err;
+  auto a = DpdkPort::open("ring:preinit", &err);
+  auto b = a ? DpdkPort::open("ring:preinit", &err) : nullptr;
+  if (!b || !test::exchange(*a, *b, 1, 1, std::vector<uint16_t>(64, 1000), &err)) {
+    std::fprintf(stderr, "glue_peer: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("glue_peer preinit: ports work on the application's EAL (%s)\n", Eal::args().front().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,6 +144,7 @@ int main(int argc, char** argv) {
     return echo(argv[2], argc == 4 ? std::atoi(argv[3]) : 10000);
   if (mode == "pair" && argc == 4) return pair(argv[2], argv[3]);
   if (mode == "affinity" && argc == 2) return affinity();
-  std::fprintf(stderr, "usage: glue_peer echo SPEC [IDLE_MS] | pair SPEC_A SPEC_B | affinity\n");
+  if (mode == "preinit" && argc == 2) return preinit();
+  std::fprintf(stderr, "usage: glue_peer echo SPEC [IDLE_MS] | pair SPEC_A SPEC_B | affinity | preinit\n");
   return 2;
 }
