@@ -4,11 +4,8 @@
 # 10 s (its progress thread sleeps). Measures utime+stime from /proc/PID/stat (clock ticks).
 set -u
 uroce=$1
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  "$uroce" setup >/dev/null || exit 1
-fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
 # ibv_rc_pingpong as a server opens the device, creates its QP, then waits for a client that never comes.

@@ -5,11 +5,8 @@
 # not hang.
 set -u
 uroce=$1
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  "$uroce" setup >/dev/null || exit 1
-fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
 trap 'kill -9 $spid $cpid 2>/dev/null; rm -rf "$dir"' EXIT

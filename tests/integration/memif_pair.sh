@@ -7,11 +7,8 @@
 set -u
 uroce=$1 tcp=$2
 shift 3
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  "$uroce" setup >/dev/null || exit 1
-fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 trap 'kill $spid 2>/dev/null; rm -rf "$dir"' EXIT
 export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1

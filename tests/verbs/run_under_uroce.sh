@@ -6,11 +6,8 @@
 set -u
 uroce=$1
 shift
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T' "$node" 2>/dev/null)" != "character special file 1:7" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  "$uroce" setup >/dev/null || exit 1
-fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
 XDG_RUNTIME_DIR=$(mktemp -d)
 export XDG_RUNTIME_DIR
 trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
