@@ -49,7 +49,7 @@ uint8_t credit_code(uint64_t available) {
 }
 
 void Qp::arm_retry_timer() {
-  // Local ACK timeout 4.096 us * 2^timeout (IBA 9.7.6.1.3); 0 means the timer is disabled.
+  // Local ACK timeout 4.096 us * 2^timeout (IBA ch. 9, local ACK timeout); 0 means the timer is disabled.
   retry_deadline_ = attr_.timeout ? dev_->now() + (4096ull << attr_.timeout) : kNever;
 }
 
@@ -124,7 +124,7 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
       ++cnt_.rnr_naks_rcvd;
       dev_->cnt().add(Counter::kRnrNakRcvd);
       const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));  // everything before psn
-      if (attr_.rnr_retry != 7) {  // 7 means retry forever (IBA 9.7.5.2.8)
+      if (attr_.rnr_retry != 7) {  // 7 means retry forever (IBA ch. 9, RNR NAK)
         if (rnr_retry_left_ == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
         --rnr_retry_left_;
       }
@@ -297,7 +297,7 @@ void Qp::comp_rewind(uint32_t psn) {
   }
 }
 
-// The WQE at the head of the unacknowledged work fails with `status`; the QP goes to ERR (IBA 10.3.1) and
+// The WQE at the head of the unacknowledged work fails with `status`; the QP goes to ERR and
 // raises QP_FATAL; everything after it is flushed.
 void Qp::comp_fatal(WcStatus status) {
   for (uint32_t i = comp_idx_; i != post_idx_; ++i) {

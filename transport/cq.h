@@ -1,5 +1,5 @@
 // Completion queue: a ring the engine writes and the application polls. A full ring is a CQ overrun: the
-// CQ enters the error state and raises IBV_EVENT_CQ_ERR (IBA 11.4.2.1), and later completions are lost.
+// CQ enters the error state and raises IBV_EVENT_CQ_ERR, and later completions are lost.
 #pragma once
 
 #include <cstdint>

@@ -85,7 +85,7 @@ struct RespJob {
 };
 
 // Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
-// from (IBA 9.7.5.2.x: READs are re-executed, ATOMICs answered with the saved result, never re-applied).
+// from (READs are re-executed, ATOMICs answered with the saved result, never re-applied).
 struct RdAtomicRes {
   bool valid = false;
   bool is_atomic = false;

@@ -1,4 +1,4 @@
-// The QP state machine (IBA 10.3.1, 11.2.4.2): which transitions modify_qp accepts with which attribute
+// The QP state machine (IBA ch. 10-11): which transitions modify_qp accepts with which attribute
 // masks, what each transition does, and how a QP in error flushes its work.
 #include <algorithm>
 #include <cerrno>
@@ -210,14 +210,14 @@ void Qp::query(QpAttr* out) const {
 
 bool Qp::sq_idle() const { return comp_idx_ == post_idx_ || sq_at(comp_idx_).state == WqeState::kPosted; }
 
-// IBA 11.6.3.2: the SQ Drained event is raised once every WQE started before SQD has completed.
+// The SQ Drained event is raised once every WQE started before SQD has completed.
 void Qp::sqd_check_drained() {
   if (attr_.qp_state != QpState::kSqd || !attr_.sq_draining || !sq_idle()) return;
   attr_.sq_draining = false;
   if (attr_.en_sqd_async_notify) dev_->raise(EventType::kSqDrained, qpn_);
 }
 
-// RESET ends the connection (IBA 10.3.1): a QP connected again starts with fresh sequence state, MSN 0 and
+// RESET ends the connection: a QP connected again starts with fresh sequence state, MSN 0 and
 // no saved READ/ATOMIC results. Attributes stay until the next transitions set them.
 void Qp::reset_connection() {
   post_idx_ = send_idx_ = comp_idx_ = send_pkt_ = 0;

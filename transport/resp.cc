@@ -58,7 +58,7 @@ void Qp::resp_rc(const ParsedPacket& pkt) {
   if (d > 0) {  // packets were lost before this one
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
-    // One sequence-error NAK per gap (IBA 9.7.5.1.2), and the rest of the round is dropped silently. A PSN
+    // One sequence-error NAK per gap (IBA ch. 9), and the rest of the round is dropped silently. A PSN
     // that falls back means the requester's go-back-N round has begun and lost its head again: that new
     // round gets its own NAK, instead of leaving recovery to the local ACK timeout.
     const bool new_round = nak_sent_ && psn_diff(psn, nak_gap_psn_) <= 0;
@@ -107,9 +107,9 @@ WcStatus Qp::resp_place(const uint8_t* data, uint32_t len) {
 }
 
 // A request the responder cannot execute. RC: NAK it (the requester's WQE fails with the matching remote
-// error), complete the receive WQE if one was taken, raise the async event and go to ERR (IBA 9.9.3).
+// error), complete the receive WQE if one was taken, raise the async event and go to ERR.
 void Qp::resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev) {
-  if (type() == QpType::kUc) return resp_drop_message();  // UC drops the message instead (IBA 9.8)
+  if (type() == QpType::kUc) return resp_drop_message();  // UC drops the message instead
   const Counter c = nak == kNakInvReq      ? Counter::kInvReqNakSent
                     : nak == kNakRemAccess ? Counter::kRemAccessNakSent
                                            : Counter::kRemOpNakSent;
@@ -201,7 +201,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
 void Qp::resp_uc(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const uint32_t m = pkt.op().mask;
-  if (psn != epsn_) {  // packets were lost: the message they belonged to is dropped (IBA 9.8.3)
+  if (psn != epsn_) {  // packets were lost: the message they belonged to is dropped
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
     if (in_msg_ != InMsg::kNone) resp_drop_message();
@@ -233,7 +233,7 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
     dev_->cnt().add(Counter::kDropUdNoWqe);
     return;
   }
-  // A UD receive buffer starts with the 40-byte GRH (IBA 11.4.1.1 / rdma-core ibv_post_recv(3)).
+  // A UD receive buffer starts with the 40-byte GRH (rdma-core ibv_post_recv(3)).
   uint8_t grh[sizeof(Grh)];
   write_recv_grh(pkt, grh);
   WcStatus st = resp_place(grh, sizeof(grh));
