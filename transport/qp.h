@@ -155,7 +155,6 @@ class Qp {
   bool req_send_packet(SendWqe& w);
   int validate_local(const SendWqe& w) const;
   void start_wqe(SendWqe& w);
-  bool send_ud(SendWqe& w);
 
   // resp.cc
   bool resp_take_recv_wqe();
