@@ -15,6 +15,20 @@ namespace uroce::cc {
 
 constexpr uint64_t kNoTimer = UINT64_MAX;
 
+// In-band network telemetry (HPCC): what one switch egress port stamps on a data packet as it leaves.
+// The responder echoes a data packet's stack in its ACK; the requester hands it to on_telemetry().
+struct IntHop {
+  uint64_t ts_ns = 0;          // when the packet left this egress port
+  uint64_t tx_bytes = 0;       // bytes this port has sent since it started (wraps never in practice)
+  uint32_t qlen_bytes = 0;     // bytes queued at this port when the packet left
+  uint64_t line_rate_bps = 0;  // the port's line rate
+};
+constexpr int kMaxIntHops = 5;
+struct IntStack {
+  uint8_t hops = 0;
+  IntHop hop[kMaxIntHops];
+};
+
 // Named parameters, as the NIC knobs are named (rpg_time_reset, rpg_ai_rate, ...). Unset keys take the
 // algorithm's defaults.
 using Params = std::map<std::string, double>;
@@ -28,6 +42,8 @@ class Algorithm {
   // An ACK (or READ response / ATOMIC ACK) acknowledged `bytes`; rtt_ns is 0 when there is no sample.
   virtual void on_ack(uint64_t /*now_ns*/, uint64_t /*bytes*/, uint64_t /*rtt_ns*/) {}
   virtual void on_nak(uint64_t /*now_ns*/) {}
+  // The INT stack an ACK echoed, called just before that ACK's on_ack.
+  virtual void on_telemetry(uint64_t /*now_ns*/, const IntStack& /*stack*/) {}
   virtual void on_tx(uint64_t /*now_ns*/, uint32_t /*bytes*/) {}
   // Called once now_ns >= next_timer_ns().
   virtual void on_timer(uint64_t /*now_ns*/) {}

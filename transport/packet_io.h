@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "cc/cc.h"
+
 namespace uroce {
 
 // One frame buffer. `data` points at the first byte of the Ethernet header; `cap` bytes are writable there.
@@ -14,6 +16,10 @@ struct PktBuf {
   uint16_t len = 0;
   uint16_t cap = 0;
   void* impl = nullptr;
+  // In-band telemetry side band. Ports that model INT (the simulator) point it at per-buffer storage:
+  // on rx it holds what the switches stamped; on a buffer from alloc_burst it is empty (hops = 0) and the
+  // transport may fill it (an ACK echoing its data packet's stack). Real ports leave it null: no INT.
+  cc::IntStack* telemetry = nullptr;
 };
 
 constexpr uint16_t kBurst = 32;
