@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "cc/cc.h"
+#include "cc/dcqcn.h"
 #include "cc/none.h"
 
 namespace uroce::cc {
@@ -15,6 +16,7 @@ struct Entry {
 // One line per algorithm.
 constexpr Entry kAlgorithms[] = {
     {"none", make_none},
+    {"dcqcn", make_dcqcn},
 };
 
 }  // namespace
