@@ -77,12 +77,15 @@ Engine::Engine(const EngineConfig& cfg) {
     dpdk_ = p.get();
     port_ = std::move(p);
   }
-  dev_ = std::make_unique<Device>(cfg.device, port_.get(), &clock_);  // throws on a bad CC setting
+  tap_ = std::make_unique<CaptureTap>(port_.get());
+  dev_ = std::make_unique<Device>(cfg.device, tap_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
+  start_control(cfg);
   thread_ = std::thread([this] { run(); });
 }
 
 Engine::~Engine() {
+  control_.reset();
   stop_ = true;
   wake();
   thread_.join();
@@ -107,6 +110,36 @@ void Engine::print_stats(FILE* out) {
                  st.tx_frames, st.tx_errors, st.rx_missed, dpdk_->link_up() ? "up" : "down");
   }
   std::fprintf(out, "\n");
+}
+
+// The control endpoint reads the device under mu_; QPs are listed from qp_events (every QP a verb created).
+void Engine::start_control(const EngineConfig& cfg) {
+  auto qpns = [this] {
+    std::vector<uint32_t> v;
+    for (const auto& [qpn, sink] : qp_events) v.push_back(qpn);
+    return v;
+  };
+  auto port_stats = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
+    if (!dpdk_) return {};
+    const auto s = dpdk_->stats();
+    return {{"rx_frames", s.rx_frames},
+            {"rx_bytes", s.rx_bytes},
+            {"tx_frames", s.tx_frames},
+            {"tx_bytes", s.tx_bytes},
+            {"rx_missed", s.rx_missed},
+            {"rx_errors", s.rx_errors},
+            {"tx_errors", s.tx_errors},
+            {"rx_nombuf", s.rx_nombuf},
+            {"rx_oversize", s.rx_oversize},
+            {"rx_chain_drop", s.rx_chain_drop},
+            {"link_up", dpdk_->link_up() ? 1u : 0u}};
+  };
+  std::string err;
+  control_ = ControlEndpoint::start(
+      {cfg.device.name, cfg.port, &mu_, dev_.get(), tap_.get(), qpns, port_stats}, &err);
+  if (!control_ && !err.empty())
+    std::fprintf(stderr, "uroce %s: no control socket, uroce stats/capture will not see it: %s\n",
+                 cfg.device.name.c_str(), err.c_str());
 }
 
 void Engine::wake() {

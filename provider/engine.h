@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "provider/control.h"
 #include "transport/device.h"
 
 namespace uroce::glue {
@@ -69,6 +70,7 @@ class Engine {
  private:
   void run();
   void deliver_async_events();
+  void start_control(const EngineConfig& cfg);
 
   std::mutex mu_;
   std::unique_ptr<PacketIo> port_;
@@ -79,6 +81,8 @@ class Engine {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
   std::thread thread_;
+  std::unique_ptr<CaptureTap> tap_;           // between dev_ and port_: `uroce capture` (capture.h)
+  std::unique_ptr<ControlEndpoint> control_;  // `uroce stats` / `uroce capture` socket (control.h)
 };
 
 }  // namespace uroce::provider

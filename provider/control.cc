@@ -1,0 +1,475 @@
+#include "provider/control.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+namespace uroce::provider {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kRingBytes = 16u << 20;  // capture ring: ~4000 full-size frames, ~4 ms at line rate
+constexpr uint32_t kMinSlots = 256, kMaxSlots = 65536;
+constexpr uint32_t kDefaultSnaplen = 65535;
+constexpr int kDrainMs = 1;
+constexpr size_t kMaxClients = 16;
+constexpr size_t kMaxLine = 64 * 1024;
+
+// Sockets of this process, removed by an exit handler: programs often exit with the device still open.
+// Never destroyed, so the handler may run after other statics are gone.
+std::mutex& registry_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::set<std::pair<pid_t, std::string>>& registry() {
+  static auto* paths = new std::set<std::pair<pid_t, std::string>>;
+  return *paths;
+}
+
+void register_socket(const std::string& path) {
+  std::lock_guard lock(registry_mu());
+  static bool once = [] {
+    std::atexit([] {
+      std::lock_guard lock(registry_mu());
+      for (const auto& [pid, p] : registry())
+        if (pid == getpid()) unlink(p.c_str());  // not a forked child's: the parent's socket lives on
+    });
+    return true;
+  }();
+  (void)once;
+  registry().insert({getpid(), path});
+}
+
+void unregister_socket(const std::string& path) {
+  std::lock_guard lock(registry_mu());
+  registry().erase({getpid(), path});
+}
+
+// A directory only this user can enter: made 0700 if missing, else it must be the user's own directory
+// (it may sit in a shared /tmp), and is made private if it is not.
+bool private_dir(const std::string& path, std::string* err) {
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    *err = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    *err = "cannot use " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+    *err = "refusing to use " + path + ": not a directory owned by uid " + std::to_string(getuid());
+    return false;
+  }
+  if ((st.st_mode & 0077) != 0 && chmod(path.c_str(), 0700) != 0) {
+    *err = "cannot make " + path + " private: " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+std::string gid_text(const Gid& g) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+                g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14],
+                g[15]);
+  return buf;
+}
+
+const char* qp_type_name(QpType t) { return t == QpType::kRc ? "RC" : t == QpType::kUc ? "UC" : "UD"; }
+
+struct QpSnapshot {
+  uint32_t qpn = 0, dest_qpn = 0;
+  QpType type = QpType::kRc;
+  QpState state = QpState::kReset;
+  QpCounters cnt;
+  uint64_t cc_rate_bps = 0, cc_window_bytes = 0, cnp_handled = 0, cc_rate_changes = 0;
+  std::string detail;
+};
+
+struct Snapshot {
+  Counters dev;
+  wire::RxDropCounters drops;
+  std::vector<std::pair<std::string, uint64_t>> port;
+  std::vector<QpSnapshot> qps;
+  std::string gid;
+};
+
+// Copies what stats reports while holding the engine lock; the JSON is built after it is released.
+Snapshot take_snapshot(const ControlSource& src) {
+  Snapshot s;
+  std::lock_guard lock(*src.mu);
+  s.dev = src.dev->counters();
+  s.drops = src.dev->rx_drops();
+  s.gid = gid_text(src.dev->config().gid);
+  if (src.port_stats) s.port = src.port_stats();
+  std::vector<uint32_t> qpns = src.qpns ? src.qpns() : std::vector<uint32_t>{};
+  std::sort(qpns.begin(), qpns.end());
+  for (uint32_t qpn : qpns) {
+    const Qp* qp = src.dev->find_qp(qpn);
+    if (!qp) continue;
+    QpSnapshot q;
+    q.qpn = qpn;
+    q.dest_qpn = qp->attr().dest_qp_num;
+    q.type = qp->type();
+    q.state = qp->state();
+    q.cnt = qp->counters();
+    if (const cc::Algorithm* a = qp->cc()) {
+      q.cc_rate_bps = a->rate_bps;
+      q.cc_window_bytes = a->window_bytes;
+      q.cnp_handled = a->cnp_handled;
+      q.cc_rate_changes = a->rate_changes;
+    }
+    q.detail = qp->debug_state();
+    s.qps.push_back(std::move(q));
+  }
+  return s;
+}
+
+json qp_json(const QpSnapshot& q) {
+  const QpCounters& c = q.cnt;
+  return json{{"qpn", q.qpn},
+              {"type", qp_type_name(q.type)},
+              {"state", qp_state_name(q.state)},
+              {"dest_qpn", q.dest_qpn},
+              {"tx_packets", c.tx_packets},
+              {"tx_bytes", c.tx_bytes},
+              {"rx_packets", c.rx_packets},
+              {"rx_bytes", c.rx_bytes},
+              {"retransmitted_packets", c.retransmits},
+              {"local_ack_timeouts", c.timeouts},
+              {"rnr_nak_sent", c.rnr_naks_sent},
+              {"rnr_nak_received", c.rnr_naks_rcvd},
+              {"seq_err_nak_sent", c.seq_naks_sent},
+              {"seq_err_nak_received", c.seq_naks_rcvd},
+              {"duplicate_request", c.duplicates},
+              {"out_of_sequence", c.out_of_sequence},
+              {"cnp_handled", q.cnp_handled},
+              {"cc_rate_bps", q.cc_rate_bps},
+              {"cc_window_bytes", q.cc_window_bytes},
+              {"cc_rate_changes", q.cc_rate_changes},
+              {"detail", q.detail}};
+}
+
+json stats_object(const ControlSource& src) {
+  const Snapshot s = take_snapshot(src);
+  json out{{"ok", true},
+           {"version", 1},
+           {"pid", getpid()},
+           {"dev", src.ibdev},
+           {"gid", s.gid},
+           {"port", src.port},
+           {"time_ns", capture_now_ns()}};
+  json& dev = out["device"] = json::object();
+  for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
+    dev[counter_name(static_cast<Counter>(i))] = s.dev.n[i];
+  json& drops = out["rx_drops"] = json::object();
+  for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
+    drops[wire::rx_drop_name(static_cast<wire::RxDrop>(i))] = s.drops.n[i];
+  json& port = out["port_stats"] = json::object();
+  for (const auto& [name, v] : s.port) port[name] = v;
+  json& qps = out["qps"] = json::array();
+  for (const auto& q : s.qps) qps.push_back(qp_json(q));
+  return out;
+}
+
+json error_reply(const std::string& msg) { return json{{"ok", false}, {"error", msg}}; }
+
+bool send_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string control_dir(std::string* err) {
+  std::string parent = "/tmp";
+  struct stat st {};
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+      xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode))
+    parent = xdg;
+  const std::string base = parent + "/uroce-" + std::to_string(getuid());
+  const std::string dir = base + "/ctl";
+  if (!private_dir(base, err) || !private_dir(dir, err)) return "";
+  return dir;
+}
+
+std::string stats_json(const ControlSource& src) { return stats_object(src).dump(); }
+
+struct ControlEndpoint::Impl {
+  ControlSource src;
+  std::string path;
+  pid_t owner = getpid();
+  int listen_fd = -1;
+  int stop_fd = -1;
+  std::thread thread;
+
+  struct Client {
+    int fd;
+    std::string in;
+  };
+  std::vector<Client> clients;
+
+  struct Capture {
+    std::unique_ptr<CaptureRing> ring;
+    PcapWriter writer;
+    std::string path;
+    int owner_fd = -1;
+  };
+  std::unique_ptr<Capture> cap;
+  json last;  // the result of the last finished capture (null: none yet)
+
+  ~Impl() {
+    if (listen_fd >= 0) close(listen_fd);
+    if (stop_fd >= 0) close(stop_fd);
+  }
+
+  void run();
+  void accept_client();
+  bool serve(Client& c);
+  void drop_client(int fd);
+  json handle(const std::string& line, int fd);
+  json capture_start(const json& req, int fd);
+  json capture_status();
+  json capture_stop();
+  void drain();
+  void finish_capture();
+};
+
+void ControlEndpoint::Impl::run() {
+  // Signals are the application's business: keep them on its own threads.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  std::vector<pollfd> pfds;
+  for (;;) {
+    pfds.assign({{stop_fd, POLLIN, 0}, {listen_fd, POLLIN, 0}});
+    for (const Client& c : clients) pfds.push_back({c.fd, POLLIN, 0});
+    const int r = poll(pfds.data(), pfds.size(), cap ? kDrainMs : -1);
+    if (pfds[0].revents) break;
+    if (cap) {
+      drain();
+      if (cap->ring->limit_reached()) finish_capture();
+    }
+    if (r <= 0) continue;
+    if (pfds[1].revents & POLLIN) accept_client();
+    for (size_t i = 2; i < pfds.size(); ++i) {
+      if (!pfds[i].revents) continue;
+      auto it =
+          std::find_if(clients.begin(), clients.end(), [&](const Client& c) { return c.fd == pfds[i].fd; });
+      if (it != clients.end() && !serve(*it)) drop_client(pfds[i].fd);
+    }
+  }
+  if (cap) finish_capture();
+  for (const Client& c : clients) close(c.fd);
+  clients.clear();
+}
+
+void ControlEndpoint::Impl::accept_client() {
+  const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  if (clients.size() >= kMaxClients) {
+    close(fd);
+    return;
+  }
+  // Replies are written blocking; a client that stops reading is dropped after a second.
+  const timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  clients.push_back({fd, {}});
+}
+
+// Reads what the client sent and answers every complete line. False: drop the client.
+bool ControlEndpoint::Impl::serve(Client& c) {
+  char buf[4096];
+  const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (n == 0) return false;
+  c.in.append(buf, static_cast<size_t>(n));
+  for (size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
+    const std::string line = c.in.substr(0, nl);
+    c.in.erase(0, nl + 1);
+    if (!send_all(c.fd, handle(line, c.fd).dump() + "\n")) return false;
+  }
+  return c.in.size() <= kMaxLine;
+}
+
+void ControlEndpoint::Impl::drop_client(int fd) {
+  if (cap && cap->owner_fd == fd) finish_capture();
+  close(fd);
+  std::erase_if(clients, [fd](const Client& c) { return c.fd == fd; });
+}
+
+json ControlEndpoint::Impl::handle(const std::string& line, int fd) {
+  const json req = json::parse(line, nullptr, false);
+  if (req.is_discarded() || !req.is_object())
+    return error_reply("bad request: expected one JSON object per line");
+  const auto cmd = req.find("cmd");
+  if (cmd == req.end() || !cmd->is_string()) return error_reply("bad request: missing \"cmd\"");
+  const std::string name = *cmd;
+  if (name == "stats") {
+    json out = stats_object(src);
+    out["capture"] = capture_status();
+    out["capture"].erase("ok");
+    return out;
+  }
+  if (name == "capture_start") return capture_start(req, fd);
+  if (name == "capture_status") return capture_status();
+  if (name == "capture_stop") return capture_stop();
+  return error_reply("unknown cmd '" + name + "' (stats, capture_start, capture_status, capture_stop)");
+}
+
+json ControlEndpoint::Impl::capture_start(const json& req, int fd) {
+  if (!src.tap) return error_reply("this device has no capture tap");
+  if (cap) return error_reply("a capture is already running (writing " + cap->path + ")");
+  const auto path = req.find("path");
+  if (path == req.end() || !path->is_string() || path->get<std::string>().empty() ||
+      path->get<std::string>()[0] != '/')
+    return error_reply("capture_start: \"path\" must be an absolute file name");
+  uint64_t snaplen = kDefaultSnaplen, count = 0;
+  if (auto it = req.find("snaplen"); it != req.end()) {
+    if (!it->is_number_unsigned() || *it == 0 || *it > 262144)
+      return error_reply("capture_start: \"snaplen\" must be 1 .. 262144");
+    snaplen = *it;
+  }
+  if (auto it = req.find("count"); it != req.end()) {
+    if (!it->is_number_unsigned()) return error_reply("capture_start: \"count\" must be a number >= 0");
+    count = *it;
+  }
+  uint32_t max_frame;
+  {
+    std::lock_guard lock(*src.mu);
+    max_frame = src.tap->max_frame();
+  }
+  const uint32_t slot = static_cast<uint32_t>(std::min<uint64_t>(snaplen, max_frame));
+  auto c = std::make_unique<Capture>();
+  c->path = *path;
+  c->owner_fd = fd;
+  if (std::string err = c->writer.open(c->path, slot); !err.empty()) return error_reply(err);
+  const uint64_t slots = std::clamp<uint64_t>(kRingBytes / (slot + 16), kMinSlots, kMaxSlots);
+  c->ring = std::make_unique<CaptureRing>(static_cast<uint32_t>(slots), slot, count);
+  {
+    std::lock_guard lock(*src.mu);
+    src.tap->attach_locked(c->ring.get());
+  }
+  cap = std::move(c);
+  last = nullptr;
+  return json{{"ok", true}, {"path", cap->path}, {"snaplen", slot}};
+}
+
+json ControlEndpoint::Impl::capture_status() {
+  if (!cap) {
+    json out = last.is_null() ? json{{"ok", true}} : last;
+    out["active"] = false;
+    return out;
+  }
+  drain();
+  return json{{"ok", true},
+              {"active", true},
+              {"path", cap->path},
+              {"frames", cap->writer.records()},
+              {"dropped", cap->ring->dropped()},
+              {"limit_reached", cap->ring->limit_reached()}};
+}
+
+json ControlEndpoint::Impl::capture_stop() {
+  if (cap) finish_capture();
+  if (last.is_null()) return error_reply("no capture is running");
+  return last;
+}
+
+void ControlEndpoint::Impl::drain() {
+  cap->ring->drain([this](uint64_t ts, const uint8_t* data, uint32_t cap_len, uint32_t orig_len) {
+    cap->writer.write(ts, data, cap_len, orig_len);
+  });
+}
+
+void ControlEndpoint::Impl::finish_capture() {
+  {
+    std::lock_guard lock(*src.mu);
+    src.tap->attach_locked(nullptr);
+  }
+  drain();  // the datapath no longer touches the ring: this takes the last frames
+  const std::string err = cap->writer.close();
+  last = json{{"ok", err.empty()},
+              {"path", cap->path},
+              {"frames", cap->writer.records()},
+              {"dropped", cap->ring->dropped()},
+              {"limit_reached", cap->ring->limit_reached()}};
+  if (!err.empty()) last["error"] = err;
+  cap.reset();
+}
+
+ControlEndpoint::ControlEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), path_(impl_->path) {}
+
+std::unique_ptr<ControlEndpoint> ControlEndpoint::start(ControlSource src, std::string* err,
+                                                        std::string dir) {
+  err->clear();
+  if (const char* v = std::getenv("UROCE_CONTROL"); v && std::string(v) == "0") return nullptr;
+  if (dir.empty() && (dir = control_dir(err)).empty()) return nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->src = std::move(src);
+  impl->path = dir + "/" + std::to_string(getpid()) + "-" + impl->src.ibdev + ".sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (impl->path.size() >= sizeof(addr.sun_path)) {
+    *err = "socket path too long: " + impl->path;
+    return nullptr;
+  }
+  std::memcpy(addr.sun_path, impl->path.c_str(), impl->path.size() + 1);
+  impl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  impl->stop_fd = eventfd(0, EFD_CLOEXEC);
+  if (impl->listen_fd < 0 || impl->stop_fd < 0) {
+    *err = std::string("cannot create a socket: ") + std::strerror(errno);
+    return nullptr;
+  }
+  // A file of this name is left from an earlier process that had our pid: this process opens each device's
+  // engine once at a time.
+  unlink(impl->path.c_str());
+  if (bind(impl->listen_fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(impl->listen_fd, 8) != 0) {
+    *err = "cannot listen on " + impl->path + ": " + std::strerror(errno);
+    unlink(impl->path.c_str());
+    return nullptr;
+  }
+  register_socket(impl->path);
+  Impl* p = impl.get();
+  p->thread = std::thread([p] { p->run(); });
+  return std::unique_ptr<ControlEndpoint>(new ControlEndpoint(std::move(impl)));
+}
+
+ControlEndpoint::~ControlEndpoint() {
+  if (getpid() != impl_->owner) {
+    // A forked child: the thread and the socket belong to the parent. Leave both alone.
+    new std::thread(std::move(impl_->thread));  // a joinable std::thread must not be destroyed
+    return;
+  }
+  const uint64_t one = 1;
+  (void)!write(impl_->stop_fd, &one, sizeof(one));
+  impl_->thread.join();
+  unlink(path_.c_str());
+  unregister_socket(path_);
+}
+
+}  // namespace uroce::provider
