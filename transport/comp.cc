@@ -55,6 +55,8 @@ void Qp::arm_retry_timer() {
 
 void Qp::on_response(const ParsedPacket& pkt) {
   if (type() != QpType::kRc || error()) return;
+  // HPCC: the INT stack the responder echoed reaches the algorithm before the acknowledgement it came with.
+  if (dev_->rx_int_) cc_->on_telemetry(dev_->now(), *dev_->rx_int_);
   const uint32_t m = pkt.op().mask;
   if (m & kOpRead) {
     comp_read_response(pkt);
@@ -63,12 +65,14 @@ void Qp::on_response(const ParsedPacket& pkt) {
   } else {
     comp_ack(bth_psn(pkt.bth()), pkt.aeth());
   }
+  cc_account();
 }
 
 // Marks complete every SEND/WRITE up to and including `psn`. A READ or ATOMIC inside that range whose
 // response has not (fully) arrived means the response was lost (an implicit NAK): the requester re-sends it,
-// and una_ stops there. Returns true when it rewound the requester that way.
-bool Qp::comp_acknowledge_through(uint32_t psn) {
+// and una_ stops there. Returns true when it rewound the requester that way. `rtt_ns` is the RTT sample the
+// acknowledgement gives CC when it advances (0: none).
+bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
   const uint32_t old_una = una_;
   uint32_t new_una = psn_add(psn, 1);
   bool rewound = false;
@@ -93,7 +97,7 @@ bool Qp::comp_acknowledge_through(uint32_t psn) {
     rnr_retry_left_ = attr_.rnr_retry;
     const uint64_t acked = static_cast<uint64_t>(psn_diff(una_, old_una)) * mtu();
     inflight_bytes_ = inflight_bytes_ > acked ? inflight_bytes_ - acked : 0;
-    cc_->on_ack(dev_->now(), acked, 0);
+    cc_->on_ack(dev_->now(), acked, rtt_ns);
     if (una_ == psn_hw_) {
       retry_deadline_ = kNever;
     } else {
@@ -116,13 +120,14 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
   const uint8_t value = aeth_value(aeth);
   switch (aeth_kind(aeth)) {
     case AethKind::kAck:
-      comp_acknowledge_through(psn);
+      comp_acknowledge_through(psn, rtt_sample(psn));
       credits_ = value == 31 ? -1 : kCreditCount[value] - static_cast<int64_t>(credit_msgs_out_);
       if (credits_ < -1) credits_ = 0;
       return;
     case AethKind::kRnrNak: {
       ++cnt_.rnr_naks_rcvd;
       dev_->cnt().add(Counter::kRnrNakRcvd);
+      cc_->on_nak(dev_->now());
       const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));  // everything before psn
       if (attr_.rnr_retry != 7) {  // 7 means retry forever (IBA ch. 9, RNR NAK)
         if (rnr_retry_left_ == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
@@ -139,6 +144,7 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
       if (value == kNakPsnSeq) {
         ++cnt_.seq_naks_rcvd;
         dev_->cnt().add(Counter::kSeqNakRcvd);
+        cc_->on_nak(dev_->now());
         if (!rewound) comp_rewind(psn);
         return;
       }
@@ -231,7 +237,8 @@ void Qp::comp_read_response(const ParsedPacket& pkt) {
   }
   sge_scatter(w->sge, w->num_sge, w->read_done, pkt.payload(), pkt.payload_len);
   w->read_done += pkt.payload_len;
-  cc_->on_ack(dev_->now(), pkt.payload_len, 0);
+  // A response stream's first packet answers the READ request sent at its PSN: that is the RTT sample.
+  cc_->on_ack(dev_->now(), pkt.payload_len, (m & kStartsMessage) ? rtt_sample(psn) : 0);
   if (oldest) {
     // The response acknowledges every request before the READ, and is progress.
     comp_acknowledge_through(psn_add(w->first_psn, kPsnMask));
@@ -249,6 +256,7 @@ void Qp::comp_atomic_ack(const ParsedPacket& pkt) {
   if (!w) return;
   const uint64_t orig = pkt.atomic_ack_eth().orig.get();
   sge_scatter(w->sge, w->num_sge, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
+  cc_->on_ack(dev_->now(), 8, rtt_sample(psn));
   if (oldest) {
     comp_acknowledge_through(psn_add(psn, kPsnMask));
     retry_left_ = attr_.retry_cnt;
@@ -313,7 +321,10 @@ void Qp::comp_fatal(WcStatus status) {
 }
 
 void Qp::on_timer(uint64_t now) {
-  if (cc_->next_timer_ns() <= now) cc_->on_timer(now);
+  if (cc_->next_timer_ns() <= now) {
+    cc_->on_timer(now);
+    cc_account();
+  }
   if (retry_deadline_ > now) return;
   retry_deadline_ = kNever;
   if (una_ == psn_hw_ || error()) return;

@@ -32,6 +32,7 @@ namespace uroce {
   X(kCnpSent, "cnp_sent")                     \
   X(kCnpRcvd, "cnp_handled")                  \
   X(kEcnMarked, "ecn_marked_packets")         \
+  X(kCcRateChanges, "cc_rate_changes")        \
   X(kDropUnknownQp, "drop_unknown_qp")        \
   X(kDropQpState, "drop_qp_state")            \
   X(kDropWrongQpType, "drop_wrong_qp_type")   \

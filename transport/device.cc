@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <stdexcept>
 
 #include "transport/params.h"
 
@@ -10,9 +12,22 @@ namespace uroce {
 wire::MacAddr mac_for_gid(const Gid& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
 
 Device::Device(DeviceConfig config, PacketIo* io, const Clock* clock)
-    : cfg_(std::move(config)), io_(io), clock_(clock), next_qpn_(params::kFirstQpn) {
+    : cfg_(std::move(config)),
+      io_(io),
+      clock_(clock),
+      rp_params_(cfg_.cc_params),
+      cnp_interval_ns_(params::kCnpMinIntervalNs),
+      next_qpn_(params::kFirstQpn) {
+  if (auto it = rp_params_.find("min_time_between_cnps"); it != rp_params_.end()) {
+    const double us = it->second;
+    if (!std::isfinite(us) || us < 0 || us > 4.0e9)
+      throw std::invalid_argument("cc parameter 'min_time_between_cnps' = " + std::to_string(us) +
+                                  " is out of range [0, 4e9] (microseconds)");
+    cnp_interval_ns_ = static_cast<uint64_t>(std::llround(us * 1000));
+    rp_params_.erase(it);
+  }
   // A bad CC name or parameter must fail at device open, naming the key, not at the first QP.
-  (void)cc::make(cfg_.cc, cfg_.cc_params, cfg_.link_rate_bps);
+  (void)cc::make(cfg_.cc, rp_params_, cfg_.link_rate_bps);
 }
 
 Device::~Device() {

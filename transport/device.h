@@ -33,6 +33,8 @@ struct DeviceConfig {
   Mtu port_mtu = Mtu::k4096;
   uint64_t link_rate_bps = 100'000'000'000ull;
   std::string cc = "none";
+  // The algorithm's parameters (UROCE_CC_PARAMS), plus the notification point's min_time_between_cnps (us),
+  // which the device applies itself to every QP, whatever the algorithm.
   cc::Params cc_params;
   bool vlan = false;  // tag frames with 802.1Q; the PCP is the address vector's SL
   uint16_t vlan_id = 0;
@@ -54,6 +56,8 @@ class Device {
   const DeviceConfig& config() const { return cfg_; }
   const Counters& counters() const { return cnt_; }
   const wire::RxDropCounters& rx_drops() const { return drops_; }
+  // Notification point: a QP sends at most one CNP per this (min_time_between_cnps).
+  uint64_t cnp_interval_ns() const { return cnp_interval_ns_; }
 
   // Verbs. Each returns 0 or an errno (never throws) and creates through an out-parameter.
   int alloc_pd(Pd** out);
@@ -102,6 +106,9 @@ class Device {
   const Clock* clock_;
   Counters cnt_;
   wire::RxDropCounters drops_;
+  cc::Params rp_params_;  // cfg_.cc_params without the notification point's keys: what each QP's RP gets
+  uint64_t cnp_interval_ns_;
+  const cc::IntStack* rx_int_ = nullptr;  // INT of the frame being handled, if it carries any
 
   std::vector<std::unique_ptr<Pd>> pds_;
   MrTable mrs_;

@@ -31,6 +31,10 @@ constexpr uint32_t kMaxQpn = 0xFFFFFF;
 constexpr uint32_t kTxBudgetPerQp = 16;   // packets one QP may send per progress pass (round-robin fairness)
 constexpr uint32_t kAckReqEvery = 16;     // requester sets AckReq at least every this many packets
 constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at least this often
-constexpr uint64_t kCnpMinIntervalNs = 4000;  // NP: at most one CNP per QP per this (min_time_between_cnps)
+// Notification point: at most one CNP per QP per this, unless the device's CC parameters set
+// min_time_between_cnps (in microseconds, as the ConnectX knob; its firmware default is 4 us).
+constexpr uint64_t kCnpMinIntervalNs = 4000;
+// Requester: send times of the last this-many request PSNs, for RTT samples (a power of two).
+constexpr uint32_t kRttRing = 256;
 
 }  // namespace uroce::params

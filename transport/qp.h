@@ -98,6 +98,9 @@ struct QpCounters {
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t retransmits = 0, timeouts = 0, rnr_naks_rcvd = 0, rnr_naks_sent = 0;
   uint64_t seq_naks_sent = 0, seq_naks_rcvd = 0, duplicates = 0, out_of_sequence = 0;
+  // Congestion control: CE-marked requests received, CNPs sent for them (NP) and CNPs handled (RP). The
+  // algorithm's own counters (rate changes) are in cc().
+  uint64_t ecn_marked = 0, cnp_sent = 0, cnp_handled = 0;
 };
 
 class Qp {
@@ -113,6 +116,9 @@ class Qp {
   const QpAttr& attr() const { return attr_; }
   const QpCounters& counters() const { return cnt_; }
   cc::Algorithm* cc() const { return cc_.get(); }
+  // Replaces the QP's CC algorithm (the device's choice) with one the caller built: for tests and tools that
+  // drive or observe an algorithm object directly.
+  void replace_cc(std::unique_ptr<cc::Algorithm> algo);
 
   // Verbs (qp_state.cc, req.cc, resp.cc). Return 0 or an errno; never throw.
   int modify(const QpAttr& attr, uint32_t mask);
@@ -173,6 +179,7 @@ class Qp {
   void resp_queue_ack(uint32_t psn);
   uint32_t resp_transmit(uint32_t budget);
   bool resp_send_job(RespJob& job);
+  bool resp_emit_job(RespJob& job, const cc::IntStack* echo);
   uint8_t resp_credit_code() const;
   void resp_np_ecn(const wire::ParsedPacket& pkt);
 
@@ -180,7 +187,7 @@ class Qp {
   void comp_ack(uint32_t psn, const wire::Aeth& aeth);
   void comp_read_response(const wire::ParsedPacket& pkt);
   void comp_atomic_ack(const wire::ParsedPacket& pkt);
-  bool comp_acknowledge_through(uint32_t psn);
+  bool comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns = 0);
   void comp_retire();
   SendWqe* comp_match_response(uint32_t psn, bool read, bool* oldest);
   void comp_rd_atomic_done(SendWqe& w, bool oldest);
@@ -197,8 +204,13 @@ class Qp {
   // Returns false when no transmit buffer is free; nothing was sent then.
   // Data packets (requests, READ responses) are `paced` by CC and the QP rate limit; ACKs, NAKs and CNPs
   // are not.
+  // `echo`: an INT stack to copy into the frame's telemetry side band, when the port models INT.
   bool emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len,
-            bool paced);
+            bool paced, const cc::IntStack* echo = nullptr);
+  // CC bookkeeping shared by the roles (tx.cc).
+  void rtt_sent(uint32_t psn, bool first_time);  // a request packet left
+  uint64_t rtt_sample(uint32_t psn) const;       // now - send time of `psn`, 0 if unknown or re-sent (Karn)
+  void cc_account();                             // folds the algorithm's new rate changes into the counters
   RecvQueue& rq();
 
   Device* dev_;
@@ -235,6 +247,14 @@ class Qp {
   bool resent_ = false;                   // rewound_at_ has been transmitted again since
   uint64_t pace_next_ns_ = 0;
   uint64_t inflight_bytes_ = 0;
+  // First-transmission times of recent request PSNs, indexed by PSN % kRttRing (RC only).
+  struct RttSlot {
+    uint32_t psn = UINT32_MAX;
+    bool resent = false;
+    uint64_t sent_ns = 0;
+  };
+  std::vector<RttSlot> rtt_ring_;
+  uint64_t cc_changes_seen_ = 0;
 
   // Responder.
   std::unique_ptr<RecvQueue> rq_;
@@ -256,6 +276,7 @@ class Qp {
   uint32_t jobs_head_ = 0, jobs_count_ = 0;
   uint32_t unacked_pkts_ = 0;
   uint64_t next_cnp_ns_ = 0;  // NP: no CNP before this (min_time_between_cnps)
+  cc::IntStack echo_int_;     // the INT stack of the latest request, for the next response to carry back
   bool comm_est_ = false;
 };
 

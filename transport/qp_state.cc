@@ -95,7 +95,7 @@ Qp::Qp(Device* dev, uint32_t qpn, Pd* pd, const QpInitAttr& init)
       qpn_(qpn),
       pd_(pd),
       init_(init),
-      cc_(cc::make(dev->cfg_.cc, dev->cfg_.cc_params, dev->cfg_.link_rate_bps)) {
+      cc_(cc::make(dev->cfg_.cc, dev->rp_params_, dev->cfg_.link_rate_bps)) {
   uint32_t slots = 1;
   while (slots < init.cap.max_send_wr) slots <<= 1;
   sq_.resize(slots);
@@ -104,6 +104,7 @@ Qp::Qp(Device* dev, uint32_t qpn, Pd* pd, const QpInitAttr& init)
   sq_sges_.resize(static_cast<size_t>(slots) * sge_per);
   sq_inline_.resize(static_cast<size_t>(slots) * init.cap.max_inline_data);
   if (!init.srq) rq_ = std::make_unique<RecvQueue>(init.cap.max_recv_wr, init.cap.max_recv_sge);
+  if (init.type == QpType::kRc) rtt_ring_.resize(params::kRttRing);
   attr_.cap = init.cap;
   attr_.qp_state = QpState::kReset;
   attr_.path_mtu = Mtu::k1024;

@@ -47,11 +47,13 @@ void Device::handle_rx(PktBuf* buf) {
     cnt_.add(Counter::kDropWrongQpType);
     return;
   }
+  rx_int_ = buf->telemetry && buf->telemetry->hops ? buf->telemetry : nullptr;
   if (m & kIsRequest) {
     qp->on_request(pkt);
   } else {
     qp->on_response(pkt);
   }
+  rx_int_ = nullptr;
 }
 
 }  // namespace uroce

@@ -223,14 +223,17 @@ bool Qp::req_send_packet(SendWqe& w) {
 
   if (!emit(h, w.sge, w.num_sge, offset, len, true)) return false;
   if (psn == rewound_at_) resent_ = true;
-  if (psn_before(psn, psn_hw_)) {
+  const bool resent = psn_before(psn, psn_hw_);
+  if (resent) {
     ++cnt_.retransmits;
     dev_->cnt().add(Counter::kRetransmits);
   }
+  rtt_sent(psn, !resent);
   // A READ request reserves the PSNs of all its responses.
   const uint32_t end = w.opcode == WrOpcode::kRdmaRead ? psn_add(w.first_psn, w.npkts) : psn_add(psn, 1);
   if (psn_diff(end, psn_hw_) > 0) psn_hw_ = end;
   cc_->on_tx(dev_->now(), len);
+  cc_account();
 
   if (type() == QpType::kRc) {
     inflight_bytes_ += len;

@@ -38,6 +38,9 @@ void Qp::on_request(const ParsedPacket& pkt) {
   ++cnt_.rx_packets;
   cnt_.rx_bytes += pkt.frame_len;
   if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
+  // HPCC: the switches' INT stack goes back to the requester on the next response (its ACK, READ response or
+  // ATOMIC ACK). Only ports that model INT (the simulator) provide one.
+  if (dev_->rx_int_ && type() == QpType::kRc) echo_int_ = *dev_->rx_int_;
   if (!comm_est_ && st == QpState::kRtr) {
     comm_est_ = true;
     dev_->raise(EventType::kCommEst, qpn_);
@@ -252,9 +255,10 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
 // at most one per min_time_between_cnps.
 void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   dev_->cnt().add(Counter::kEcnMarked);
+  ++cnt_.ecn_marked;
   const uint64_t now = dev_->now();
   if (now < next_cnp_ns_) return;
-  next_cnp_ns_ = now + params::kCnpMinIntervalNs;
+  next_cnp_ns_ = now + dev_->cnp_interval_ns();
   PacketHeaders h = hdr_;
   const PacketHeaders in = decode_headers(pkt);
   h.eth.dst = in.eth.src;
@@ -269,13 +273,18 @@ void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   h.bth.migreq = false;
   h.bth.resv8a = 0x40;  // BECN
   h.bth.dqpn = type() == QpType::kUd ? pkt.deth().src_qp.get() : attr_.dest_qp_num;
-  if (emit(h, nullptr, 0, 0, 0, false)) dev_->cnt().add(Counter::kCnpSent);
+  if (emit(h, nullptr, 0, 0, 0, false)) {
+    dev_->cnt().add(Counter::kCnpSent);
+    ++cnt_.cnp_sent;
+  }
 }
 
 void Qp::on_cnp() {
   dev_->cnt().add(Counter::kCnpRcvd);
+  ++cnt_.cnp_handled;
   ++cc_->cnp_handled;
   cc_->on_cnp(dev_->now());
+  cc_account();
 }
 
 uint32_t Qp::transmit(uint32_t budget) {
@@ -421,6 +430,13 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
 
 // Sends one packet of `job`. READ jobs send one response per call and advance.
 bool Qp::resp_send_job(RespJob& job) {
+  const cc::IntStack* echo = job.kind != RespJob::kNak && echo_int_.hops ? &echo_int_ : nullptr;
+  if (!resp_emit_job(job, echo)) return false;
+  if (echo) echo_int_.hops = 0;  // echoed once: a later response without a new request carries none
+  return true;
+}
+
+bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
   PacketHeaders h = hdr_;
   h.bth.psn = job.psn;
   h.aeth.msn = job.msn;
@@ -428,14 +444,14 @@ bool Qp::resp_send_job(RespJob& job) {
       job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, resp_credit_code());
   if (job.kind == RespJob::kAck || job.kind == RespJob::kNak) {
     h.bth.opcode = op::kRcAck;
-    if (!emit(h, nullptr, 0, 0, 0, false)) return false;
+    if (!emit(h, nullptr, 0, 0, 0, false, echo)) return false;
     if (job.kind == RespJob::kAck) dev_->cnt().add(Counter::kAcksSent);
     return true;
   }
   if (job.kind == RespJob::kAtomicAck) {
     h.bth.opcode = op::kRcAtomicAck;
     h.atomic_ack_orig = job.orig;
-    return emit(h, nullptr, 0, 0, 0, false);
+    return emit(h, nullptr, 0, 0, 0, false, echo);
   }
   const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu(), job.left));
   const bool last = job.left <= mtu();
@@ -449,7 +465,7 @@ bool Qp::resp_send_job(RespJob& job) {
     return true;
   }
   const Sge src{job.va, len, 0};
-  if (!emit(h, &src, 1, 0, len, true)) return false;
+  if (!emit(h, &src, 1, 0, len, true, echo)) return false;
   job.va += len;
   job.left -= len;
   job.psn = psn_add(job.psn, 1);

@@ -1,15 +1,18 @@
 // Packet emission shared by the requester and the responder: frame construction from the QP's header
-// template, payload gathered straight from registered memory, pacing and CC bookkeeping.
+// template, payload gathered straight from registered memory, pacing and CC bookkeeping (send times for RTT
+// samples, INT echo, rate-change accounting).
 #include <algorithm>
 
 #include "transport/device.h"
+#include "transport/params.h"
 
 namespace uroce {
 
 bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len,
-              bool paced) {
+              bool paced, const cc::IntStack* echo) {
   PktBuf* buf = dev_->alloc_tx();
   if (!buf) return false;
+  if (echo && buf->telemetry) *buf->telemetry = *echo;
   const size_t hl = wire::build_headers(h, len, buf->data);
   sge_gather(sge, num_sge, offset, buf->data + hl, len);
   const wire::ConstBytes piece[1] = {{buf->data + hl, len}};
@@ -29,6 +32,36 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   }
   dev_->transmit(buf, dev_->is_local_gid(h.ip.dst));
   return true;
+}
+
+// Karn's rule: a PSN sent more than once gives no RTT sample, since its ACK cannot say which copy it answers.
+void Qp::rtt_sent(uint32_t psn, bool first_time) {
+  if (rtt_ring_.empty()) return;
+  RttSlot& s = rtt_ring_[psn & (params::kRttRing - 1)];
+  if (first_time) {
+    s = RttSlot{psn, false, dev_->now()};
+  } else if (s.psn == psn) {
+    s.resent = true;
+  }
+}
+
+uint64_t Qp::rtt_sample(uint32_t psn) const {
+  if (rtt_ring_.empty()) return 0;
+  const RttSlot& s = rtt_ring_[psn & (params::kRttRing - 1)];
+  if (s.psn != psn || s.resent) return 0;
+  const uint64_t now = dev_->now();
+  return now > s.sent_ns ? now - s.sent_ns : 0;
+}
+
+void Qp::cc_account() {
+  if (cc_->rate_changes == cc_changes_seen_) return;
+  dev_->cnt().add(Counter::kCcRateChanges, cc_->rate_changes - cc_changes_seen_);
+  cc_changes_seen_ = cc_->rate_changes;
+}
+
+void Qp::replace_cc(std::unique_ptr<cc::Algorithm> algo) {
+  cc_ = std::move(algo);
+  cc_changes_seen_ = cc_->rate_changes;
 }
 
 }  // namespace uroce

@@ -12,10 +12,12 @@ CapturePort::CapturePort(const Clock* clock, uint32_t pool_frames, uint16_t fram
     : clock_(clock),
       frame_cap_(frame_cap),
       storage_(static_cast<size_t>(pool_frames) * frame_cap),
-      bufs_(pool_frames) {
+      bufs_(pool_frames),
+      int_(pool_frames) {
   for (uint32_t i = 0; i < pool_frames; ++i) {
     bufs_[i].data = storage_.data() + static_cast<size_t>(i) * frame_cap;
     bufs_[i].cap = frame_cap;
+    bufs_[i].telemetry = &int_[i];
     free_.push_back(&bufs_[i]);
   }
 }
@@ -26,6 +28,7 @@ uint16_t CapturePort::alloc_burst(PktBuf** bufs, uint16_t n) {
     bufs[k] = free_.back();
     free_.pop_back();
     bufs[k]->len = 0;
+    bufs[k]->telemetry->hops = 0;
   }
   return k;
 }
@@ -35,6 +38,7 @@ uint16_t CapturePort::tx_burst(PktBuf** bufs, uint16_t n) {
     Emitted e;
     e.time_ns = clock_->now_ns();
     e.bytes.assign(bufs[i]->data, bufs[i]->data + bufs[i]->len);
+    e.telemetry = *bufs[i]->telemetry;
     ParsedPacket pkt;
     e.verdict = parse_frame(e.bytes.data(), e.bytes.size(), &pkt);
     if (e.verdict == RxDrop::kNone) {
@@ -56,8 +60,10 @@ uint16_t CapturePort::rx_burst(PktBuf** bufs, uint16_t n) {
     free_.pop_back();
     std::memcpy(b->data, f.data(), f.size());
     b->len = static_cast<uint16_t>(f.size());
+    *b->telemetry = rx_int_.front();
     bufs[k++] = b;
     rx_.pop_front();
+    rx_int_.pop_front();
   }
   return k;
 }
@@ -82,6 +88,8 @@ ProtoEnv::ProtoEnv(const ProtoOptions& o) : opt(o), port(&clock), mem(o.mem_byte
   DeviceConfig cfg;
   cfg.gid = local_gid();
   cfg.mac = mac_for_gid(cfg.gid);
+  cfg.cc = o.cc;
+  cfg.cc_params = o.cc_params;
   dev = std::make_unique<Device>(cfg, &port, &clock);
   if (dev->alloc_pd(&pd) || dev->create_cq(4096, &cq) ||
       dev->reg_mr(pd, mem.data(), mem.size(),
@@ -201,10 +209,11 @@ PacketHeaders ProtoEnv::peer_headers(uint8_t opcode, uint32_t psn) const {
   return h;
 }
 
-void ProtoEnv::inject(const PacketHeaders& h, std::span<const uint8_t> payload) {
+void ProtoEnv::inject(const PacketHeaders& h, std::span<const uint8_t> payload,
+                      const cc::IntStack& telemetry) {
   std::vector<uint8_t> f(headers_len(h) + payload.size() + trailer_len(payload.size()));
   f.resize(build_frame(h, ConstBytes(payload.data(), payload.size()), f.data()));
-  port.inject(std::move(f));
+  port.inject(std::move(f), telemetry);
 }
 
 void ProtoEnv::inject_ack(uint32_t psn, AethKind kind, uint8_t value, uint32_t msn) {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct Emitted {
   wire::RxDrop verdict = wire::RxDrop::kNone;  // what parse_frame says of it (kNone: well formed)
   wire::PacketHeaders h;                       // every header field (valid when verdict is kNone)
   std::vector<uint8_t> payload;                // without pad
+  cc::IntStack telemetry;                      // what the device put in the buffer's INT side band
 
   uint8_t opcode() const { return h.bth.opcode; }
   uint32_t psn() const { return h.bth.psn; }
@@ -36,7 +38,9 @@ struct Emitted {
 
 // A PacketIo over a fixed pool of buffers. Ownership follows packet_io.h: tx_burst takes every frame
 // offered (copies it into sent() and returns the buffer to the pool at once), rx_burst hands out buffers
-// holding the injected frames, which the device gives back through free_burst.
+// holding the injected frames, which the device gives back through free_burst. Like the simulator, it models
+// the INT side band: every buffer has telemetry storage, empty when allocated, holding on rx what inject()
+// was given.
 class CapturePort final : public PacketIo {
  public:
   explicit CapturePort(const Clock* clock, uint32_t pool_frames = 256, uint16_t frame_cap = 4352);
@@ -49,8 +53,12 @@ class CapturePort final : public PacketIo {
   void free_burst(PktBuf** bufs, uint16_t n) override;
   uint16_t max_frame() const override { return frame_cap_; }
 
-  // Queues a frame for a later rx_burst, which copies it into a pool buffer.
-  void inject(std::vector<uint8_t> frame) { rx_.push_back(std::move(frame)); }
+  // Queues a frame (and the INT stack switches stamped on it) for a later rx_burst, which copies it into a
+  // pool buffer.
+  void inject(std::vector<uint8_t> frame, const cc::IntStack& telemetry = {}) {
+    rx_.push_back(std::move(frame));
+    rx_int_.push_back(telemetry);
+  }
   size_t rx_pending() const { return rx_.size(); }
 
   // The frames transmitted since the last clear()/take(), in order.
@@ -67,8 +75,10 @@ class CapturePort final : public PacketIo {
   uint16_t frame_cap_;
   std::vector<uint8_t> storage_;
   std::vector<PktBuf> bufs_;
+  std::vector<cc::IntStack> int_;  // one per buffer
   std::vector<PktBuf*> free_;
   std::deque<std::vector<uint8_t>> rx_;
+  std::deque<cc::IntStack> rx_int_;
   std::vector<Emitted> sent_;
 };
 
@@ -88,8 +98,10 @@ struct ProtoOptions {
   uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
   uint32_t max_wr = 64, max_sge = 4, max_inline = 64;
   size_t mem_bytes = 1 << 16;
-  bool to_rts = true;  // false: the QP is left in RESET
-  bool srq = false;    // receive through an SRQ of max_wr entries
+  bool to_rts = true;       // false: the QP is left in RESET
+  bool srq = false;         // receive through an SRQ of max_wr entries
+  std::string cc = "none";  // the device's CC algorithm and parameters
+  cc::Params cc_params;
 };
 
 // One device (GID ::ffff:10.0.0.1) with a ManualClock at 0, a CapturePort, a PD, one CQ for sends and
@@ -125,7 +137,8 @@ class ProtoEnv {
   // Playing the peer: headers of a frame the remote sends to our QP (Ethernet/IP addressed to this device,
   // BTH dest QP = our QPN), then injected for the next progress().
   wire::PacketHeaders peer_headers(uint8_t opcode, uint32_t psn) const;
-  void inject(const wire::PacketHeaders& h, std::span<const uint8_t> payload = {});
+  void inject(const wire::PacketHeaders& h, std::span<const uint8_t> payload = {},
+              const cc::IntStack& telemetry = {});
   void inject_ack(uint32_t psn, wire::AethKind kind = wire::AethKind::kAck, uint8_t value = 31,
                   uint32_t msn = 0);
   void inject_read_resp(uint8_t opcode, uint32_t psn, std::span<const uint8_t> payload, uint32_t msn = 0);
