@@ -20,6 +20,8 @@ commands:
 options:
   --dev NAME  device uroce0..uroce3 (default uroce0); uroceN uses /dev/infiniband/uroce_verbsN
   --ip ADDR   IPv4 or IPv6 address whose RoCE v2 GID is GID 0 (default 127.1.0.1)
+  --port P   run only: the device's packet port, P = uroced (a lease from the host switch: its own
+              address and memif port, uroced started on demand) or a DPDK port spec (sets UROCE_PORT)
 
 environment:
   XDG_RUNTIME_DIR  trees are written to ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>/<dev>-<ip>/sysfs

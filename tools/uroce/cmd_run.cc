@@ -1,4 +1,6 @@
 // uroce run: CMD with the uroce environment (sysfs tree, provider, preload shim), via execvp.
+// With --port uroced (or UROCE_PORT=uroced) the device's address and memif port are a lease from the host
+// switch uroced (started if needed), bound to this pid, which CMD keeps (tools/uroced/client.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,11 +13,47 @@
 #include "tools/uroce/dev_nodes.h"
 #include "tools/uroce/layout.h"
 #include "tools/uroce/session.h"
+#include "tools/uroced/client.h"
 
 namespace uroce::tools {
 
-int cmd_run(const std::vector<std::string>& args) {
-  const ParsedArgs parsed = parse_device_args(args, true);
+namespace {
+
+// Takes `--port VALUE` / `--port=VALUE` out of the options before the command (the other options are
+// parse_device_args'). Sets *ip_given when --ip is among them.
+std::string take_port_option(std::vector<std::string>* args, bool* ip_given) {
+  std::string port;
+  *ip_given = false;
+  for (size_t i = 0; i < args->size();) {
+    const std::string& a = (*args)[i];
+    if (a == "--" || !a.starts_with("-")) break;
+    if (a == "--ip" || a.starts_with("--ip=")) *ip_given = true;
+    if (a == "--port") {
+      if (i + 1 >= args->size()) throw UsageError("option '--port' needs a value");
+      port = (*args)[i + 1];
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
+                  args->begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      continue;
+    }
+    if (a.starts_with("--port=")) {
+      port = a.substr(7);
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+  return port;
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& raw_args) {
+  std::vector<std::string> args = raw_args;
+  bool ip_given = false;
+  std::string port = take_port_option(&args, &ip_given);
+  if (port.empty())
+    if (const char* env = std::getenv("UROCE_PORT"); env && std::string(env) == "uroced") port = "uroced";
+  ParsedArgs parsed = parse_device_args(args, true);
 
   // Without its node libibverbs silently lists no device, which is hard to diagnose from inside CMD.
   const auto node = dev_dir() / uverbs_name(parsed.device.index);
@@ -25,6 +63,26 @@ int cmd_run(const std::vector<std::string>& args) {
                  "uroce run: %s: %s\n"
                  "libibverbs lists %s only when that device node is right: %s, then try again.\n",
                  node.c_str(), c.detail.c_str(), parsed.device.dev.c_str(), setup_instruction().c_str());
+    return 1;
+  }
+
+  if (port == "uroced") {
+    uroced::Lease lease;
+    std::string err;
+    if (!uroced::lease_for_self(ip_given ? parsed.device.ip.text : "", &lease, &err)) {
+      std::fprintf(stderr, "uroce run: %s\n", err.c_str());
+      return 1;
+    }
+    const auto ip = parse_ip(lease.ip);
+    if (!ip) {
+      std::fprintf(stderr, "uroce run: uroced leased a bad address '%s'\n", lease.ip.c_str());
+      return 1;
+    }
+    parsed.device.ip = *ip;
+    port = lease.port_spec;
+  }
+  if (!port.empty() && setenv("UROCE_PORT", port.c_str(), 1) != 0) {
+    std::fprintf(stderr, "uroce run: setenv UROCE_PORT: %s\n", std::strerror(errno));
     return 1;
   }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# uroced_pair.sh UROCE UROCED TCP_PORT -- COMMAND ARGS...
+# Runs an unmodified verbs program as a server and a client in two processes, both through the host switch
+# uroced: each `uroce run --port uroced` gets its own address lease (GID) and memif port from uroced, which
+# the first of them starts on demand. The client reaches the server's out-of-band TCP port on 127.0.0.1.
+# Both must exit 0; afterwards uroced must have forwarded frames both ways and dropped none.
+# Exits 77 (ctest SKIP) when the uroce device nodes are missing and this is not root.
+set -u
+uroce=$1 uroced=$2 tcp=$3
+shift 4
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
+dir=$(mktemp -d)
+export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
+trap 'kill $spid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -rf "$dir"' EXIT
+timeout 60 "$uroce" run --port uroced -- "$@" -p "$tcp" >"$dir/server.log" 2>&1 &
+spid=$!
+sleep 0.8  # uroced start (first use) and the server's TCP listener
+timeout 60 "$uroce" run --port uroced -- "$@" -p "$tcp" 127.0.0.1 >"$dir/client.log" 2>&1
+crc=$?
+wait $spid
+src=$?
+echo "== server (rc $src)"; cat "$dir/server.log"
+echo "== client (rc $crc)"; cat "$dir/client.log"
+echo "== uroced"; "$uroced" --stats; cat "$dir"/uroce-*/uroced.log
+[ $src = 0 ] && [ $crc = 0 ] || exit 1
+# Both leases were released when their processes exited; the log shows what each port moved.
+grep -c "release 127.1.0" "$dir"/uroce-*/uroced.log | grep -qx 2 || { echo "FAIL: leases not released"; exit 1; }
+if grep "release 127.1.0" "$dir"/uroce-*/uroced.log | grep -q "rx_frames=0 "; then
+  echo "FAIL: a port forwarded nothing"; exit 1
+fi

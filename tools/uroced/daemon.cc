@@ -1,0 +1,437 @@
+#include "tools/uroced/daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+#include <thread>
+
+#include "pmd_glue/dpdk_eal.h"
+#include "tools/uroced/client.h"
+
+namespace uroce::uroced {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
+constexpr uint64_t kIdleAfterNs = 1'000'000'000;
+constexpr uint64_t kControlEveryNs = 1'000'000;
+constexpr uint64_t kConnTimeoutNs = 2'000'000'000;
+constexpr uint32_t kPortMbufs = 2048;
+
+volatile sig_atomic_t g_signalled = 0;
+void on_signal(int) { g_signalled = 1; }
+
+uint64_t spin_ns() {
+  static const uint64_t v = [] {
+    const char* e = std::getenv("UROCED_SPIN_US");
+    return (e && *e ? std::strtoull(e, nullptr, 10) : 50) * 1000;
+  }();
+  return v;
+}
+
+std::string ip_text(uint32_t ip) {
+  in_addr a{htonl(ip)};
+  char buf[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &a, buf, sizeof buf);
+}
+
+Mac mac_for_ip(uint32_t ip) {  // the uroce convention (transport mac_for_gid): 02:00 + the IPv4 address
+  return {0x02,
+          0x00,
+          static_cast<uint8_t>(ip >> 24),
+          static_cast<uint8_t>(ip >> 16),
+          static_cast<uint8_t>(ip >> 8),
+          static_cast<uint8_t>(ip)};
+}
+
+}  // namespace
+
+uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Daemon::Daemon(DaemonConfig cfg, fs::path base)
+    : cfg_(std::move(cfg)), base_(std::move(base)), sw_(cfg_.seed) {}
+
+Daemon::~Daemon() {
+  while (!leases_.empty()) release(leases_.size() - 1, "daemon exit");
+  if (uplink_id_ >= 0) sw_.remove_port(uplink_id_);
+  uplink_.reset();
+  for (auto& c : conns_) close(c.fd);
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(control_socket_path(base_).c_str());
+  }
+  if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock: a new daemon may start now
+}
+
+void Daemon::log(const char* fmt, ...) const {
+  char when[32];
+  const time_t t = time(nullptr);
+  tm tmv{};
+  strftime(when, sizeof when, "%F %T", localtime_r(&t, &tmv));
+  std::fprintf(stderr, "%s uroced[%d]: ", when, getpid());
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+bool Daemon::start(std::string* err, bool* already_running) {
+  *already_running = false;
+  std::error_code ec;
+  fs::create_directories(ports_dir(base_), ec);
+  lock_fd_ = open(lock_path(base_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) {
+    *err = "cannot open " + lock_path(base_).string() + ": " + std::strerror(errno);
+    return false;
+  }
+  // One daemon per user: the lock is held for the daemon's life. A holder that does not answer is on its
+  // way out (idle exit); wait for it.
+  for (int i = 0;; ++i) {
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) break;
+    std::string reply, why;
+    if (request("ping", &reply, &why)) {
+      *already_running = true;
+      *err = "another uroced is running (" + reply + ")";
+      return false;
+    }
+    if (i == 100) {
+      *err = "another uroced holds " + lock_path(base_).string() + " but does not answer";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  // Memory for the ports' pools (~9 MB each, touched only as pools are created); --no-huge memory is
+  // reserved virtually.
+  setenv("UROCE_DPDK_MEM_MB", "2048", 0);
+  if (!glue::Eal::ensure(err)) return false;
+  glue::Eal::register_thread();
+
+  if (!cfg_.uplink.empty()) {
+    PortConfig pc;
+    if (!port_config_for(cfg_, "uplink", &pc, err)) return false;
+    uplink_ = glue::DpdkPort::open(cfg_.uplink, err);
+    if (!uplink_) {
+      *err = "uplink: " + *err;
+      return false;
+    }
+    uplink_id_ = sw_.add_port(uplink_.get(), "uplink", pc, now_ns());
+    sw_.set_default_port(uplink_id_);
+  }
+
+  const fs::path sock = control_socket_path(base_);
+  unlink(sock.c_str());  // we hold the lock: whatever is there is stale
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, sock.c_str(), sizeof(sa.sun_path) - 1);
+  if (listen_fd_ < 0 || sock.string().size() >= sizeof(sa.sun_path) ||
+      bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || listen(listen_fd_, 64) != 0) {
+    *err = "cannot listen on " + sock.string() + ": " + std::strerror(errno);
+    return false;
+  }
+  chmod(sock.c_str(), 0600);
+  last_client_ns_ = now_ns();
+  log("listening on %s; uplink %s; subnet %s/%u; idle exit %us", sock.c_str(),
+      cfg_.uplink.empty() ? "none" : cfg_.uplink.c_str(), ip_text(cfg_.subnet).c_str(), cfg_.prefix,
+      cfg_.idle_exit_s);
+  return true;
+}
+
+int Daemon::run() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
+
+  uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
+  while (!stop_ && !g_signalled) {
+    const uint64_t now = now_ns();
+    if (sw_.poll(now)) {
+      last_work = now;
+      nap = kMinNapNs;
+    }
+    if (now - last_work < spin_ns()) {
+      if (now - last_control >= kControlEveryNs) {
+        auto fds = control_fds();
+        if (poll(fds.data(), fds.size(), 0) > 0) serve_control(fds);
+        last_control = now;
+      }
+      continue;
+    }
+    if (leases_.empty() && cfg_.idle_exit_s &&
+        now - last_client_ns_ >= uint64_t{cfg_.idle_exit_s} * 1'000'000'000) {
+      log("no clients for %us: exiting", cfg_.idle_exit_s);
+      break;
+    }
+    uint64_t sleep = nap;
+    const uint64_t ready = sw_.next_ready_ns();
+    if (ready != UINT64_MAX) sleep = std::min(sleep, ready > now ? ready - now : 0);
+    auto fds = control_fds();
+    timespec ts{static_cast<time_t>(sleep / 1'000'000'000), static_cast<long>(sleep % 1'000'000'000)};
+    const int n = ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (n > 0) serve_control(fds);
+    last_control = now_ns();
+    nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);
+  }
+  if (g_signalled) log("signalled: exiting");
+  return 0;
+}
+
+std::vector<pollfd> Daemon::control_fds() const {
+  std::vector<pollfd> fds;
+  fds.push_back({listen_fd_, POLLIN, 0});
+  for (const auto& c : conns_) fds.push_back({c.fd, POLLIN, 0});
+  for (const auto& l : leases_) fds.push_back({l->pidfd, POLLIN, 0});
+  return fds;
+}
+
+void Daemon::serve_control(const std::vector<pollfd>& fds) {
+  const size_t nconn = conns_.size();
+  // Leases whose process exited, newest first so indices stay valid.
+  for (size_t i = leases_.size(); i-- > 0;)
+    if (1 + nconn + i < fds.size() && fds[1 + nconn + i].revents) release(i, "process exited");
+  const uint64_t now = now_ns();
+  std::vector<Conn> keep;
+  for (size_t i = 0; i < nconn; ++i) {
+    Conn& c = conns_[i];
+    bool done = false;
+    if (fds[1 + i].revents) {
+      char buf[512];
+      const ssize_t r = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (r > 0) c.in.append(buf, static_cast<size_t>(r));
+      if (c.in.find('\n') != std::string::npos) {
+        handle_request(c);
+        done = true;
+      } else if (r == 0 || (r < 0 && errno != EAGAIN) || c.in.size() > 4096) {
+        done = true;
+      }
+    }
+    if (!done && now - c.since_ns > kConnTimeoutNs) done = true;
+    if (done) {
+      close(c.fd);
+    } else {
+      keep.push_back(std::move(c));
+    }
+  }
+  conns_ = std::move(keep);
+  if (fds[0].revents) accept_conns();
+}
+
+void Daemon::accept_conns() {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    conns_.push_back({fd, "", now_ns()});
+  }
+}
+
+void Daemon::handle_request(Conn& c) {
+  std::string line = c.in.substr(0, c.in.find('\n'));
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  std::string reply, err;
+  const std::string cmd = words.empty() ? "" : words[0];
+  if (cmd == "ping") {
+    reply = "ok pid=" + std::to_string(getpid());
+  } else if (cmd == "lease" && words.size() <= 2) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(c.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
+      reply = "error cannot identify the requesting process";
+    } else {
+      reply = do_lease(cred.pid, words.size() == 2 ? words[1] : "", &err);
+      if (reply.empty()) reply = "error " + err;
+    }
+  } else if (cmd == "stats" && words.size() == 1) {
+    reply = do_stats();
+  } else if (cmd == "set") {
+    words.erase(words.begin());
+    reply = do_set(words, &err) ? "ok" : "error " + err;
+  } else if (cmd == "stop" && words.size() == 1) {
+    reply = "ok";
+    stop_ = true;
+    log("stop requested");
+  } else {
+    reply = "error unknown request '" + line + "' (ping, lease [ADDR], stats, set [PORT] k=v..., stop)";
+  }
+  reply += "\n";
+  (void)!send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+}
+
+uint32_t Daemon::pick_ip() const {
+  const uint32_t hosts = (uint32_t{1} << (32 - cfg_.prefix)) - 2;
+  for (uint32_t h = 1; h <= hosts; ++h) {
+    const uint32_t ip = cfg_.subnet + h;
+    bool used = false;
+    for (const auto& l : leases_) used = used || l->ip == ip;
+    if (!used) return ip;
+  }
+  return 0;
+}
+
+std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* err) {
+  if (leases_.size() >= cfg_.max_clients) {
+    *err = "all " + std::to_string(cfg_.max_clients) + " client ports are in use (max_clients)";
+    return "";
+  }
+  for (const auto& l : leases_)
+    if (l->pid == pid) {
+      *err = "process " + std::to_string(pid) + " already holds lease " + l->ip_text;
+      return "";
+    }
+  auto l = std::make_unique<Lease>();
+  l->pid = pid;
+  if (want.empty()) {
+    l->ip = pick_ip();
+    if (!l->ip) {
+      *err = "no free address left in the subnet";
+      return "";
+    }
+  } else {
+    in_addr a{};
+    if (inet_pton(AF_INET, want.c_str(), &a) != 1) {
+      *err = "lease: '" + want + "' is not an IPv4 address";
+      return "";
+    }
+    l->ip = ntohl(a.s_addr);
+    for (const auto& o : leases_)
+      if (o->ip == l->ip) {
+        *err = "address " + want + " is leased to process " + std::to_string(o->pid);
+        return "";
+      }
+  }
+  l->ip_text = ip_text(l->ip);
+  PortConfig pc;
+  if (!port_config_for(cfg_, l->ip_text, &pc, err)) return "";
+  l->pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (l->pidfd < 0) {
+    *err = "pidfd_open(" + std::to_string(pid) + "): " + std::strerror(errno);
+    return "";
+  }
+  l->socket = (ports_dir(base_) / (l->ip_text + ".sock")).string();
+  const std::string spec = "memif:socket=" + l->socket + ",role=server,mbufs=" + std::to_string(kPortMbufs);
+  l->port = glue::DpdkPort::open(spec, err);
+  if (!l->port) {
+    close(l->pidfd);
+    return "";
+  }
+  l->switch_id = sw_.add_port(l->port.get(), l->ip_text, pc, now_ns());
+  sw_.add_static_mac(mac_for_ip(l->ip), l->switch_id);
+  log("lease %s to pid %d (port %d, %s)", l->ip_text.c_str(), pid, l->switch_id, l->socket.c_str());
+  const std::string reply = "ok ip=" + l->ip_text + " port=memif:socket=" + l->socket + ",role=client";
+  leases_.push_back(std::move(l));
+  leases_total_++;
+  return reply;
+}
+
+void Daemon::release(size_t idx, const char* why) {
+  Lease& l = *leases_[idx];
+  const PortCounters c = sw_.counters(l.switch_id);
+  sw_.remove_port(l.switch_id);
+  l.port.reset();  // tears the memif server down and removes its socket
+  close(l.pidfd);
+  log("release %s of pid %d (%s): rx_frames=%lu tx_frames=%lu drops=%lu ecn_marked=%lu", l.ip_text.c_str(),
+      l.pid, why, c.rx_frames, c.tx_frames, c.drop_queue_full + c.drop_unknown, c.ecn_marked);
+  leases_.erase(leases_.begin() + static_cast<std::ptrdiff_t>(idx));
+  if (leases_.empty()) last_client_ns_ = now_ns();
+}
+
+std::string Daemon::do_stats() const {
+  std::string out = "uroced pid=" + std::to_string(getpid()) + " leases=" + std::to_string(leases_.size()) +
+                    " leases_total=" + std::to_string(leases_total_) +
+                    " macs=" + std::to_string(sw_.learned_macs()) +
+                    " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +
+                    " idle_exit=" + std::to_string(cfg_.idle_exit_s) + "\n";
+  auto line = [&](int id, const std::string& extra, const glue::DpdkPort* p) {
+    out += "port=" + sw_.name(id) + extra + " link=" + (p->link_up() ? "up" : "down") + " " +
+           format_counters(sw_.counters(id), sw_.config(id));
+    const auto s = p->stats();
+    out += " pmd_rx_missed=" + std::to_string(s.rx_missed) + " pmd_tx_errors=" + std::to_string(s.tx_errors) +
+           "\n";
+  };
+  if (uplink_id_ >= 0) line(uplink_id_, "", uplink_.get());
+  for (const auto& l : leases_) line(l->switch_id, " pid=" + std::to_string(l->pid), l->port.get());
+  return out;
+}
+
+bool Daemon::do_set(const std::vector<std::string>& words, std::string* err) {
+  if (words.empty()) {
+    *err = "set [PORT] key=value...";
+    return false;
+  }
+  size_t first = 0;
+  std::vector<int> targets;
+  const bool all = words[0].find('=') != std::string::npos;
+  if (!all) {
+    first = 1;
+    if (words[0] == "uplink" && uplink_id_ >= 0) targets.push_back(uplink_id_);
+    for (const auto& l : leases_)
+      if (l->ip_text == words[0]) targets.push_back(l->switch_id);
+    if (targets.empty()) {
+      *err = "no port '" + words[0] + "' (a lease address or uplink)";
+      return false;
+    }
+  } else {
+    if (uplink_id_ >= 0) targets.push_back(uplink_id_);
+    for (const auto& l : leases_) targets.push_back(l->switch_id);
+  }
+  if (first == words.size()) {
+    *err = "set: no key=value given";
+    return false;
+  }
+  // Check everything before changing anything.
+  auto apply = [&](PortConfig* pc) {
+    for (size_t i = first; i < words.size(); ++i) {
+      const size_t eq = words[i].find('=');
+      if (eq == std::string::npos) {
+        *err = "set: expected key=value, got '" + words[i] + "'";
+        return false;
+      }
+      if (!apply_egress_key(words[i].substr(0, eq), words[i].substr(eq + 1), pc, err)) return false;
+    }
+    if (pc->rate_bps == 0) pc->burst_bytes = 0;
+    return check_port_config(*pc, err);
+  };
+  std::vector<PortConfig> next;
+  for (int id : targets) {
+    next.push_back(sw_.config(id));
+    if (!apply(&next.back())) return false;
+  }
+  PortConfig defaults = cfg_.defaults;
+  if (all && !apply(&defaults)) return false;
+  for (size_t i = 0; i < targets.size(); ++i) sw_.configure_port(targets[i], next[i], now_ns());
+  if (all) cfg_.defaults = defaults;
+  log("set %s", words[0].c_str());
+  return true;
+}
+
+}  // namespace uroce::uroced

@@ -1,0 +1,71 @@
+// Egress knobs of one uroced port, free of DPDK so unit tests drive them in virtual time: a token-bucket
+// rate limit, RED/ECN marking on the instantaneous queue depth, and the CE marking of a frame in place.
+#pragma once
+
+#include <cstdint>
+
+namespace uroce::uroced {
+
+// Token bucket in bytes of frame (Ethernet header through ICRC; no preamble, gap or FCS: memif carries
+// none). rate_bps = 0 means unlimited. The bucket starts full.
+class TokenBucket {
+ public:
+  void configure(uint64_t rate_bps, uint64_t burst_bytes, uint64_t now_ns);
+  bool unlimited() const { return rate_bps_ == 0; }
+  // Adds the tokens earned since the last refill, capped at the burst.
+  void refill(uint64_t now_ns);
+  // True when a frame of `bytes` may leave now (the bucket holds at least that many tokens).
+  bool allows(uint32_t bytes) const { return unlimited() || tokens_ >= bytes; }
+  void take(uint32_t bytes) {
+    if (!unlimited()) tokens_ -= bytes;
+  }
+  // When a frame of `bytes` will be allowed, assuming nothing else takes tokens (now_ns if it is already).
+  uint64_t ready_at(uint32_t bytes, uint64_t now_ns) const;
+  uint64_t rate_bps() const { return rate_bps_; }
+  uint64_t burst_bytes() const { return burst_; }
+
+ private:
+  uint64_t rate_bps_ = 0;
+  uint64_t burst_ = 0;
+  double tokens_ = 0;  // bytes
+  uint64_t last_ns_ = 0;
+};
+
+// RED with ECN only (as DCQCN-era switches are configured): a frame enqueued while the queue holds q bytes
+// is selected with probability 0 below kmin, pmax * (q - kmin) / (kmax - kmin) between, and 1 from kmax
+// on. A selected ECT frame is marked CE; a selected Not-ECT frame passes unmarked (and is counted): RED
+// never drops here, the buffer limit does.
+struct RedParams {
+  bool enabled = false;
+  uint64_t kmin = 0;  // bytes
+  uint64_t kmax = 0;  // bytes, > kmin
+  double pmax = 0;    // 0..1
+};
+
+class Red {
+ public:
+  Red() = default;
+  explicit Red(uint64_t seed) : state_(seed ? seed : 1) {}
+  void configure(const RedParams& p) { p_ = p; }
+  const RedParams& params() const { return p_; }
+  bool select(uint64_t queue_bytes);
+
+ private:
+  uint64_t next();  // xorshift64*
+  RedParams p_;
+  uint64_t state_ = 1;
+};
+
+enum class EcnResult : uint8_t {
+  kNotIp,      // no IPv4/IPv6 header (possibly after one 802.1Q tag): nothing to mark
+  kNotEct,     // ECN field 00
+  kMarked,     // ECT(0)/ECT(1) turned into CE; the IPv4 header checksum was updated
+  kAlreadyCe,  // CE already
+};
+
+// Marks CE in the IP header of an Ethernet frame of `len` bytes, in place. The IPv4 checksum is updated
+// incrementally (RFC 1624), so IPv4 options are fine. The RoCEv2 ICRC masks TOS/traffic class (A17.4.3),
+// so it stays valid.
+EcnResult mark_ce(uint8_t* frame, uint32_t len);
+
+}  // namespace uroce::uroced

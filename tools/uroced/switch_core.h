@@ -1,0 +1,140 @@
+// uroced's forwarding core: an Ethernet switch over PacketIo ports, with no DPDK in sight (unit tests give
+// it in-memory ports and virtual time; uroced gives it DpdkPorts).
+//
+// Forwarding: by destination MAC. Static entries (a lease's MAC, installed when its port is added) and
+// entries learned from source MACs (aged out after kLearnAgeNs, never overriding a static one). Broadcast
+// and multicast destinations are flooded to every other port (copies into buffers of the ingress port).
+// Unknown unicast goes to the default port (the uplink) when there is one, else it is dropped and
+// counted on the ingress port; so is a frame addressed back to its own port.
+//
+// Egress: every port has one FIFO queue bounded in bytes (buffer_bytes, tail drop); an ingress port whose
+// frames hold more than pause_bytes of queues is not read until they drain (PFC-like backpressure). RED/ECN
+// selects at enqueue on the instantaneous depth; the token bucket paces dequeue. A port's PacketIo may refuse
+// frames (memif backpressure): they stay at the head of its queue.
+//
+// Buffers: a queued frame is owned by the switch and remembers its ingress port; remove_port() frees
+// every frame that came from the port being removed (wherever it is queued) and every frame queued to it,
+// so the port's buffers are all home before its PacketIo is destroyed.
+//
+// Threads: one thread calls everything (uroced's main loop). No allocation per frame except when a new
+// MAC is learned.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tools/uroced/egress.h"
+#include "transport/packet_io.h"
+
+namespace uroce::uroced {
+
+using Mac = std::array<uint8_t, 6>;
+
+constexpr uint64_t kLearnAgeNs = 300'000'000'000;  // 300 s, the 802.1D default
+
+struct PortConfig {
+  uint64_t rate_bps = 0;     // 0: unlimited
+  uint64_t burst_bytes = 0;  // 0: max(2 max frames, 100 us at the rate)
+  uint64_t buffer_bytes = 1 << 20;
+  // Ingress backpressure, like a PFC XOFF threshold: the port is not read while frames it sent occupy more
+  // than this many bytes of egress queues (its process's memif ring then fills and its transmit waits, as
+  // on a lossless fabric). 0: never paused, so congestion shows as tail drops at the egress buffer.
+  uint64_t pause_bytes = 512 << 10;
+  RedParams red;
+};
+
+struct PortCounters {
+  uint64_t rx_frames = 0, rx_bytes = 0;  // received from the port's process
+  uint64_t tx_frames = 0, tx_bytes = 0;  // handed to the port
+  uint64_t drop_unknown = 0;             // ingress: unicast to a MAC nobody has
+  uint64_t drop_filtered = 0;            // ingress: addressed to the port it came from, or a runt
+  uint64_t drop_queue_full = 0;          // egress: buffer_bytes exceeded (tail drop)
+  uint64_t drop_flood_nobuf = 0;         // ingress: no buffer for a flood copy
+  uint64_t flooded = 0;                  // ingress: broadcast/multicast frames
+  uint64_t unknown_to_uplink = 0;        // ingress: unicast to an unknown MAC, sent to the default port
+  uint64_t ecn_marked = 0;               // egress: ECT frames RED turned CE
+  uint64_t ecn_not_ect = 0;              // egress: frames RED selected that were Not-ECT (passed unmarked)
+  uint64_t ecn_already_ce = 0;
+  uint64_t queue_bytes = 0, queue_frames = 0;  // now
+  uint64_t queue_max_bytes = 0;                // high-water mark
+  uint64_t held_bytes = 0;                     // ingress: bytes of this port's frames queued anywhere
+  uint64_t pauses = 0;                         // ingress: times reading stopped at pause_bytes
+};
+
+class Switch {
+ public:
+  explicit Switch(uint64_t seed = 1) : seed_(seed) {}
+  ~Switch();
+  Switch(const Switch&) = delete;
+  Switch& operator=(const Switch&) = delete;
+
+  // Adds a port (not owned; it must outlive its membership). Returns its id (the lowest free slot).
+  int add_port(PacketIo* io, std::string name, const PortConfig& cfg, uint64_t now_ns);
+  // Frees every frame queued to or received from the port and forgets its MACs. The PacketIo may be
+  // destroyed afterwards.
+  void remove_port(int id);
+  void configure_port(int id, const PortConfig& cfg, uint64_t now_ns);
+  void add_static_mac(const Mac& mac, int id);
+  // Unknown unicast goes to this port (the uplink) instead of being dropped; -1: none.
+  void set_default_port(int id) { default_port_ = id; }
+
+  // One pass: rx a burst from every port, forward, then transmit what the queues and buckets allow.
+  // Returns frames moved (received + transmitted); 0 means idle.
+  uint32_t poll(uint64_t now_ns);
+  // The earliest time a queued frame that waits for tokens may leave (UINT64_MAX if none waits for tokens;
+  // frames refused by backpressure count as work for the next poll, not as a deadline).
+  uint64_t next_ready_ns() const { return next_ready_ns_; }
+  bool has_queued() const;
+
+  bool valid(int id) const { return id >= 0 && static_cast<size_t>(id) < ports_.size() && ports_[id].io; }
+  const std::string& name(int id) const { return ports_[id].name; }
+  const PortCounters& counters(int id) const { return ports_[id].c; }
+  const PortConfig& config(int id) const { return ports_[id].cfg; }
+  size_t port_slots() const { return ports_.size(); }
+  size_t learned_macs() const { return macs_.size(); }
+
+ private:
+  struct Entry {
+    PktBuf* buf;
+    int origin;
+  };
+  struct Port {
+    PacketIo* io = nullptr;
+    std::string name;
+    PortConfig cfg;
+    TokenBucket bucket;
+    Red red;
+    PortCounters c;
+    std::vector<Entry> ring;  // FIFO, power-of-two capacity
+    size_t head = 0, count = 0;
+    bool paused = false;
+  };
+  struct MacEntry {
+    int port;
+    bool is_static;
+    uint64_t seen_ns;
+  };
+
+  static uint64_t key(const uint8_t* mac);
+  void forward(PktBuf* b, int in, uint64_t now_ns);
+  void flood(PktBuf* b, int in);
+  void enqueue(int out, PktBuf* b, int origin);
+  uint32_t drain(int id, uint64_t now_ns);
+  void free_to_origin(const Entry& e);
+  void age(uint64_t now_ns);
+
+  uint64_t seed_;
+  std::vector<Port> ports_;
+  std::unordered_map<uint64_t, MacEntry> macs_;
+  uint64_t next_ready_ns_ = UINT64_MAX;
+  uint64_t next_age_ns_ = 0;
+  int default_port_ = -1;
+};
+
+// "key=value ..." for one port's counters and knobs (what `uroced --stats` prints per port).
+std::string format_counters(const PortCounters& c, const PortConfig& cfg);
+
+}  // namespace uroce::uroced
