@@ -95,7 +95,8 @@ bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
   if (una_ != old_una) {
     retry_left_ = attr_.retry_cnt;  // forward progress resets the retry budgets
     rnr_retry_left_ = attr_.rnr_retry;
-    const uint64_t acked = static_cast<uint64_t>(psn_diff(una_, old_una)) * mtu();
+    const uint64_t acked =
+        acked_bytes(psn_add(una_, kPsnMask), static_cast<uint32_t>(psn_diff(una_, old_una)));
     inflight_bytes_ = inflight_bytes_ > acked ? inflight_bytes_ - acked : 0;
     cc_->on_ack(dev_->now(), acked, rtt_ns);
     if (una_ == psn_hw_) {

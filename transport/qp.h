@@ -208,9 +208,12 @@ class Qp {
   bool emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len,
             bool paced, const cc::IntStack* echo = nullptr);
   // CC bookkeeping shared by the roles (tx.cc).
-  void rtt_sent(uint32_t psn, bool first_time);  // a request packet left
-  uint64_t rtt_sample(uint32_t psn) const;       // now - send time of `psn`, 0 if unknown or re-sent (Karn)
-  void cc_account();                             // folds the algorithm's new rate changes into the counters
+  void rtt_sent(uint32_t psn, bool first_time,
+                uint32_t len);              // a request packet with `len` payload bytes left
+  uint64_t rtt_sample(uint32_t psn) const;  // now - send time of `psn`, 0 if unknown or re-sent (Karn)
+  void cc_account();                        // folds the algorithm's new rate changes into the counters
+  // Payload bytes an acknowledgement through `last_psn` (covering `npsn` new PSNs) acknowledges.
+  uint64_t acked_bytes(uint32_t last_psn, uint32_t npsn);
   RecvQueue& rq();
 
   Device* dev_;
@@ -252,8 +255,11 @@ class Qp {
     uint32_t psn = UINT32_MAX;
     bool resent = false;
     uint64_t sent_ns = 0;
+    uint64_t end_bytes = 0;  // sent_bytes_ once this PSN had left
   };
   std::vector<RttSlot> rtt_ring_;
+  uint64_t sent_bytes_ = 0;   // payload bytes of first transmissions, cumulative
+  uint64_t acked_bytes_ = 0;  // how many of them acknowledgements covered
   uint64_t cc_changes_seen_ = 0;
 
   // Responder.

@@ -228,7 +228,7 @@ bool Qp::req_send_packet(SendWqe& w) {
     ++cnt_.retransmits;
     dev_->cnt().add(Counter::kRetransmits);
   }
-  rtt_sent(psn, !resent);
+  rtt_sent(psn, !resent, len);
   // A READ request reserves the PSNs of all its responses.
   const uint32_t end = w.opcode == WrOpcode::kRdmaRead ? psn_add(w.first_psn, w.npkts) : psn_add(psn, 1);
   if (psn_diff(end, psn_hw_) > 0) psn_hw_ = end;

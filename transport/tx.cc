@@ -35,11 +35,12 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
 }
 
 // Karn's rule: a PSN sent more than once gives no RTT sample, since its ACK cannot say which copy it answers.
-void Qp::rtt_sent(uint32_t psn, bool first_time) {
+void Qp::rtt_sent(uint32_t psn, bool first_time, uint32_t len) {
   if (rtt_ring_.empty()) return;
   RttSlot& s = rtt_ring_[psn & (params::kRttRing - 1)];
   if (first_time) {
-    s = RttSlot{psn, false, dev_->now()};
+    sent_bytes_ += len;
+    s = RttSlot{psn, false, dev_->now(), sent_bytes_};
   } else if (s.psn == psn) {
     s.resent = true;
   }
@@ -51,6 +52,18 @@ uint64_t Qp::rtt_sample(uint32_t psn) const {
   if (s.psn != psn || s.resent) return 0;
   const uint64_t now = dev_->now();
   return now > s.sent_ns ? now - s.sent_ns : 0;
+}
+
+// Exact when the ring still holds `last_psn`; otherwise a PSN counts as a full MTU, bounded by what was sent.
+uint64_t Qp::acked_bytes(uint32_t last_psn, uint32_t npsn) {
+  const RttSlot* s = rtt_ring_.empty() ? nullptr : &rtt_ring_[last_psn & (params::kRttRing - 1)];
+  const uint64_t end = s && s->psn == last_psn
+                           ? s->end_bytes
+                           : std::min(sent_bytes_, acked_bytes_ + static_cast<uint64_t>(npsn) * mtu());
+  if (end <= acked_bytes_) return 0;
+  const uint64_t acked = end - acked_bytes_;
+  acked_bytes_ = end;
+  return acked;
 }
 
 void Qp::cc_account() {

@@ -82,7 +82,7 @@ TEST_F(CcRequester, AnAckGivesOnAckTheRttOfThePacketItAcknowledges) {
   ASSERT_EQ(rec->acks.size(), 1u);
   EXPECT_EQ(rec->acks[0].rtt, 7'000u);
   EXPECT_EQ(rec->acks[0].now, 1'007'000u);
-  EXPECT_GT(rec->acks[0].bytes, 0u);
+  EXPECT_EQ(rec->acks[0].bytes, 100u) << "the payload the ACK covers";
 
   // A two-packet WRITE: the ACK of its last packet measures from that packet's send time.
   ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 2000, 2, 0x1000, 1), 0);
@@ -92,6 +92,7 @@ TEST_F(CcRequester, AnAckGivesOnAckTheRttOfThePacketItAcknowledges) {
   env.run();
   ASSERT_EQ(rec->acks.size(), 2u);
   EXPECT_EQ(rec->acks[1].rtt, 3'000u);
+  EXPECT_EQ(rec->acks[1].bytes, 2000u);
 }
 
 TEST_F(CcRequester, ARetransmittedPacketGivesNoSample) {
