@@ -20,7 +20,7 @@
 
 namespace uroce::provider {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -30,36 +30,6 @@ constexpr uint32_t kDefaultSnaplen = 65535;
 constexpr int kDrainMs = 1;
 constexpr size_t kMaxClients = 16;
 constexpr size_t kMaxLine = 64 * 1024;
-
-// Sockets of this process, removed by an exit handler: programs often exit with the device still open.
-// Never destroyed, so the handler may run after other statics are gone.
-std::mutex& registry_mu() {
-  static auto* mu = new std::mutex;
-  return *mu;
-}
-std::set<std::pair<pid_t, std::string>>& registry() {
-  static auto* paths = new std::set<std::pair<pid_t, std::string>>;
-  return *paths;
-}
-
-void register_socket(const std::string& path) {
-  std::lock_guard lock(registry_mu());
-  static bool once = [] {
-    std::atexit([] {
-      std::lock_guard lock(registry_mu());
-      for (const auto& [pid, p] : registry())
-        if (pid == getpid()) unlink(p.c_str());  // not a forked child's: the parent's socket lives on
-    });
-    return true;
-  }();
-  (void)once;
-  registry().insert({getpid(), path});
-}
-
-void unregister_socket(const std::string& path) {
-  std::lock_guard lock(registry_mu());
-  registry().erase({getpid(), path});
-}
 
 // A directory only this user can enter: made 0700 if missing, else it must be the user's own directory
 // (it may sit in a shared /tmp), and is made private if it is not.
@@ -189,6 +159,64 @@ json stats_object(const ControlSource& src) {
   return out;
 }
 
+}  // namespace
+
+struct ControlEndpoint::Impl {
+  ControlSource src;
+  std::string path;
+  pid_t owner = getpid();
+  int listen_fd = -1;
+  int stop_fd = -1;
+  std::thread thread;
+  std::once_flag shut;
+
+  struct Client {
+    int fd;
+    std::string in;
+  };
+  std::vector<Client> clients;
+
+  struct Capture {
+    std::unique_ptr<CaptureRing> ring;
+    PcapWriter writer;
+    std::string path;
+    int owner_fd = -1;
+  };
+  std::unique_ptr<Capture> cap;
+  json last;  // the result of the last finished capture (null: none yet)
+
+  ~Impl() {
+    if (listen_fd >= 0) close(listen_fd);
+    if (stop_fd >= 0) close(stop_fd);
+  }
+
+  void shutdown();
+  void run();
+  void accept_client();
+  bool serve(Client& c);
+  void drop_client(int fd);
+  json handle(const std::string& line, int fd);
+  json capture_start(const json& req, int fd);
+  json capture_status();
+  json capture_stop();
+  void drain();
+  void finish_capture();
+};
+
+namespace {
+
+// Endpoints of this process. Programs often exit with the device still open: an exit handler then completes
+// a running capture and removes the sockets. Never destroyed, so the handler may run after other statics
+// are gone.
+std::mutex& registry_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::set<ControlEndpoint::Impl*>& registry() {
+  static auto* endpoints = new std::set<ControlEndpoint::Impl*>;
+  return *endpoints;
+}
+
 json error_reply(const std::string& msg) { return json{{"ok", false}, {"error", msg}}; }
 
 bool send_all(int fd, const std::string& s) {
@@ -218,45 +246,20 @@ std::string control_dir(std::string* err) {
 
 std::string stats_json(const ControlSource& src) { return stats_object(src).dump(); }
 
-struct ControlEndpoint::Impl {
-  ControlSource src;
-  std::string path;
-  pid_t owner = getpid();
-  int listen_fd = -1;
-  int stop_fd = -1;
-  std::thread thread;
-
-  struct Client {
-    int fd;
-    std::string in;
-  };
-  std::vector<Client> clients;
-
-  struct Capture {
-    std::unique_ptr<CaptureRing> ring;
-    PcapWriter writer;
-    std::string path;
-    int owner_fd = -1;
-  };
-  std::unique_ptr<Capture> cap;
-  json last;  // the result of the last finished capture (null: none yet)
-
-  ~Impl() {
-    if (listen_fd >= 0) close(listen_fd);
-    if (stop_fd >= 0) close(stop_fd);
-  }
-
-  void run();
-  void accept_client();
-  bool serve(Client& c);
-  void drop_client(int fd);
-  json handle(const std::string& line, int fd);
-  json capture_start(const json& req, int fd);
-  json capture_status();
-  json capture_stop();
-  void drain();
-  void finish_capture();
-};
+// Stops the thread (which completes a running capture) and removes the socket; once, and only in the process
+// that made them (a forked child leaves its parent's alone).
+void ControlEndpoint::Impl::shutdown() {
+  std::call_once(shut, [this] {
+    if (getpid() != owner) {
+      new std::thread(std::move(thread));  // not ours to join; a joinable std::thread must not be destroyed
+      return;
+    }
+    const uint64_t one = 1;
+    (void)!write(stop_fd, &one, sizeof(one));
+    thread.join();
+    unlink(path.c_str());
+  });
+}
 
 void ControlEndpoint::Impl::run() {
   // Signals are the application's business: keep them on its own threads.
@@ -453,23 +456,27 @@ std::unique_ptr<ControlEndpoint> ControlEndpoint::start(ControlSource src, std::
     unlink(impl->path.c_str());
     return nullptr;
   }
-  register_socket(impl->path);
   Impl* p = impl.get();
   p->thread = std::thread([p] { p->run(); });
+  std::lock_guard lock(registry_mu());
+  static bool once = [] {
+    std::atexit([] {
+      std::lock_guard lock(registry_mu());
+      for (Impl* e : registry()) e->shutdown();
+    });
+    return true;
+  }();
+  (void)once;
+  registry().insert(p);
   return std::unique_ptr<ControlEndpoint>(new ControlEndpoint(std::move(impl)));
 }
 
 ControlEndpoint::~ControlEndpoint() {
-  if (getpid() != impl_->owner) {
-    // A forked child: the thread and the socket belong to the parent. Leave both alone.
-    new std::thread(std::move(impl_->thread));  // a joinable std::thread must not be destroyed
-    return;
+  {
+    std::lock_guard lock(registry_mu());
+    registry().erase(impl_.get());
   }
-  const uint64_t one = 1;
-  (void)!write(impl_->stop_fd, &one, sizeof(one));
-  impl_->thread.join();
-  unlink(path_.c_str());
-  unregister_socket(path_);
+  impl_->shutdown();
 }
 
 }  // namespace uroce::provider

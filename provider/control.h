@@ -66,8 +66,9 @@ class ControlEndpoint {
 
   const std::string& path() const { return path_; }
 
- private:
   struct Impl;
+
+ private:
   explicit ControlEndpoint(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   std::string path_;

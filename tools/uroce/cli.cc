@@ -15,6 +15,12 @@ commands:
   run [--dev NAME] [--ip ADDR] -- CMD [ARGS...]
                                 run an unmodified verbs program on a uroce device
   devices                       show device nodes, sysfs trees and libraries
+  stats [--pid PID] [--dev NAME] [--json] [--all] [--watch SECONDS]
+                                counters of the uroce devices open in running processes, per device
+                                and per QP (zero counters hidden unless --all)
+  capture [--pid PID] [--dev NAME] -w FILE.pcap [-c COUNT] [--duration SECONDS] [-s SNAPLEN]
+                                make a running device write a pcap of the frames it sends and
+                                receives, until COUNT frames, SECONDS or Ctrl-C
   help                          show this text
 
 options:

@@ -11,6 +11,8 @@ int cmd_setup(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
+int cmd_stats(const std::vector<std::string>& args);    // tools/observe/cmd_stats.cc
+int cmd_capture(const std::vector<std::string>& args);  // tools/observe/cmd_capture.cc
 
 // "run 'sudo uroce setup' once", plus this executable's full path when `uroce` on PATH is another one.
 std::string setup_instruction();

@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
     {"env", uroce::tools::cmd_env},
     {"run", uroce::tools::cmd_run},
     {"devices", uroce::tools::cmd_devices},
+    {"stats", uroce::tools::cmd_stats},
+    {"capture", uroce::tools::cmd_capture},
 };
 
 constexpr int kExitUsage = 2;

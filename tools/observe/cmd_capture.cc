@@ -1,0 +1,96 @@
+// uroce capture: makes one running uroce device write a pcap of every frame it sends and receives
+// (provider/capture.h), until a frame count, a duration or Ctrl-C.
+#include <poll.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "tools/observe/ctl_client.h"
+#include "tools/observe/observe_args.h"
+#include "tools/uroce/cli.h"
+#include "tools/uroce/commands.h"
+
+namespace uroce::tools {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int) { g_interrupted = true; }
+
+Endpoint pick_endpoint(const CaptureArgs& a) {
+  const auto dir = control_dir();
+  const auto found = find_endpoints(dir, a.pid, a.dev);
+  if (found.empty())
+    throw std::runtime_error(std::string("no running uroce process") +
+                             (a.pid || !a.dev.empty() ? " matches" : "") + " (sockets in " + dir.string() +
+                             ")");
+  if (found.size() > 1) {
+    std::string list;
+    for (const auto& e : found) list += "\n  " + describe(e);
+    throw UsageError("several uroce devices are open; choose one with --pid (and --dev):" + list);
+  }
+  return found[0];
+}
+
+}  // namespace
+
+int cmd_capture(const std::vector<std::string>& args) {
+  const CaptureArgs a = parse_capture_args(args);
+  const Endpoint ep = pick_endpoint(a);
+  // The engine opens the file: give it a name that does not depend on our working directory.
+  const std::string path = std::filesystem::absolute(a.file).lexically_normal().string();
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;  // no SA_RESTART: poll() returns early
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  ControlClient c(ep);
+  json start = {{"cmd", "capture_start"}, {"path", path}, {"count", a.count}};
+  if (a.snaplen) start["snaplen"] = a.snaplen;
+  const json r = c.request(start);
+  if (!r.value("ok", false)) {
+    std::fprintf(stderr, "uroce capture: %s: %s\n", describe(ep).c_str(), r.value("error", "?").c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "uroce capture: %s -> %s (snaplen %u)%s\n", describe(ep).c_str(), path.c_str(),
+               r.value("snaplen", 0u),
+               a.count        ? ""
+               : a.duration_s ? ""
+                              : ", Ctrl-C to stop");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    if (g_interrupted) break;
+    if (a.duration_s &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.duration_s)
+      break;
+    pollfd p{c.fd(), POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      // The engine never speaks unasked: this is its process exiting (which completes the file).
+      std::fprintf(stderr, "uroce capture: %s exited; the capture ended with it\n", describe(ep).c_str());
+      return 0;
+    }
+    const json st = c.request({{"cmd", "capture_status"}});
+    if (!st.value("active", false)) break;  // the count was reached
+  }
+  const json done = c.request({{"cmd", "capture_stop"}});
+  if (!done.value("ok", false)) {
+    std::fprintf(stderr, "uroce capture: %s\n", done.value("error", "?").c_str());
+    return 1;
+  }
+  const uint64_t frames = done.value("frames", uint64_t{0}), dropped = done.value("dropped", uint64_t{0});
+  std::printf("%lu frames written to %s\n", static_cast<unsigned long>(frames), path.c_str());
+  if (dropped)
+    std::printf("%lu frames were not captured (the capture ring was full; try a smaller --snaplen)\n",
+                static_cast<unsigned long>(dropped));
+  return 0;
+}
+
+}  // namespace uroce::tools
