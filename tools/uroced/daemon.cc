@@ -355,12 +355,11 @@ std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* er
 
 void Daemon::release(size_t idx, const char* why) {
   Lease& l = *leases_[idx];
-  const PortCounters c = sw_.counters(l.switch_id);
+  const std::string counters = format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id));
   sw_.remove_port(l.switch_id);
   l.port.reset();  // tears the memif server down and removes its socket
   close(l.pidfd);
-  log("release %s of pid %d (%s): rx_frames=%lu tx_frames=%lu drops=%lu ecn_marked=%lu", l.ip_text.c_str(),
-      l.pid, why, c.rx_frames, c.tx_frames, c.drop_queue_full + c.drop_unknown, c.ecn_marked);
+  log("release %s of pid %d (%s): %s", l.ip_text.c_str(), l.pid, why, counters.c_str());
   leases_.erase(leases_.begin() + static_cast<std::ptrdiff_t>(idx));
   if (leases_.empty()) last_client_ns_ = now_ns();
 }

@@ -208,6 +208,13 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
   enqueue(it->second.port, b, in);
 }
 
+// A head frame that waits for tokens (not for backpressure) sets the time the loop must look again.
+void Switch::note_token_wait(const Port& p, uint64_t now_ns) {
+  if (p.count == 0 || p.bucket.unlimited()) return;
+  const uint16_t len = p.ring[p.head].buf->len;
+  if (!p.bucket.allows(len)) next_ready_ns_ = std::min(next_ready_ns_, p.bucket.ready_at(len, now_ns));
+}
+
 uint32_t Switch::drain(int id, uint64_t now_ns) {
   Port& p = ports_[id];
   if (p.count == 0) return 0;
@@ -218,14 +225,14 @@ uint32_t Switch::drain(int id, uint64_t now_ns) {
   uint64_t bytes = 0;
   while (n < kBurst && n < p.count) {
     PktBuf* b = p.ring[(p.head + n) & mask].buf;
-    if (!p.bucket.allows(static_cast<uint32_t>(bytes + b->len))) {
-      if (n == 0) next_ready_ns_ = std::min(next_ready_ns_, p.bucket.ready_at(b->len, now_ns));
-      break;
-    }
+    if (!p.bucket.allows(static_cast<uint32_t>(bytes + b->len))) break;
     burst[n++] = b;
     bytes += b->len;
   }
-  if (n == 0) return 0;
+  if (n == 0) {
+    note_token_wait(p, now_ns);
+    return 0;
+  }
   const uint16_t sent = p.io->tx_burst(burst, n);
   uint64_t sent_bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
@@ -240,6 +247,7 @@ uint32_t Switch::drain(int id, uint64_t now_ns) {
   p.c.tx_bytes += sent_bytes;
   p.c.queue_frames -= sent;
   p.c.queue_bytes -= sent_bytes;
+  note_token_wait(p, now_ns);
   return sent;
 }
 

@@ -123,6 +123,7 @@ class Switch {
   void flood(PktBuf* b, int in);
   void enqueue(int out, PktBuf* b, int origin);
   uint32_t drain(int id, uint64_t now_ns);
+  void note_token_wait(const Port& p, uint64_t now_ns);
   void free_to_origin(const Entry& e);
   void age(uint64_t now_ns);
 

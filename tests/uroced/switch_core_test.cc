@@ -1,0 +1,345 @@
+// uroced's forwarding core without DPDK: in-memory ports, virtual time.
+#include "tools/uroced/switch_core.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "transport/wire/headers.h"
+
+namespace uroce::uroced {
+namespace {
+
+// A PacketIo whose "wire" is two queues the test reads and writes. Tracks every buffer it lends out.
+class FakePort : public PacketIo {
+ public:
+  explicit FakePort(size_t nbufs = 256) {
+    for (size_t i = 0; i < nbufs; ++i) {
+      auto b = std::make_unique<PktBuf>();
+      storage_.push_back(std::make_unique<uint8_t[]>(kRoom));
+      b->data = storage_.back().get();
+      b->cap = kRoom;
+      b->impl = this;
+      free_.push_back(b.get());
+      all_.push_back(std::move(b));
+    }
+  }
+  uint16_t alloc_burst(PktBuf** bufs, uint16_t n) override {
+    uint16_t k = 0;
+    while (k < n && !free_.empty()) {
+      bufs[k] = free_.back();
+      free_.pop_back();
+      bufs[k++]->len = 0;
+    }
+    return k;
+  }
+  uint16_t tx_burst(PktBuf** bufs, uint16_t n) override {
+    const uint16_t k = std::min<uint16_t>(n, tx_room);
+    tx_room -= k;
+    for (uint16_t i = 0; i < k; ++i) {
+      sent.emplace_back(bufs[i]->data, bufs[i]->data + bufs[i]->len);
+      // The buffer may belong to another port (as with DPDK): it goes home.
+      static_cast<FakePort*>(bufs[i]->impl)->free_.push_back(bufs[i]);
+    }
+    return k;
+  }
+  uint16_t rx_burst(PktBuf** bufs, uint16_t n) override {
+    uint16_t k = 0;
+    while (k < n && !rx.empty()) {
+      bufs[k++] = rx.front();
+      rx.pop_front();
+    }
+    return k;
+  }
+  void free_burst(PktBuf** bufs, uint16_t n) override {
+    for (uint16_t i = 0; i < n; ++i) static_cast<FakePort*>(bufs[i]->impl)->free_.push_back(bufs[i]);
+  }
+  uint16_t max_frame() const override { return kRoom; }
+
+  // Queues a frame for the switch to receive.
+  void inject(const std::vector<uint8_t>& frame) {
+    PktBuf* b = nullptr;
+    ASSERT_EQ(alloc_burst(&b, 1), 1);
+    std::memcpy(b->data, frame.data(), frame.size());
+    b->len = static_cast<uint16_t>(frame.size());
+    rx.push_back(b);
+  }
+  size_t home() const { return free_.size(); }
+  size_t total() const { return all_.size(); }
+
+  std::deque<PktBuf*> rx;
+  std::vector<std::vector<uint8_t>> sent;
+  uint32_t tx_room = UINT32_MAX;  // frames tx_burst still accepts (backpressure when 0)
+
+ private:
+  static constexpr uint16_t kRoom = 4352;
+  std::vector<std::unique_ptr<PktBuf>> all_;
+  std::vector<std::unique_ptr<uint8_t[]>> storage_;
+  std::vector<PktBuf*> free_;
+};
+
+Mac mac(uint8_t last) { return {0x02, 0x00, 0x7f, 0x01, 0x00, last}; }
+
+// An Ethernet/IPv4/UDP frame of `len` bytes with the given ECN bits and a correct IPv4 checksum.
+std::vector<uint8_t> frame(const Mac& dst, const Mac& src, uint32_t len = 1000, uint8_t ecn = 0) {
+  std::vector<uint8_t> f(len, 0xab);
+  auto* eth = reinterpret_cast<wire::EthHdr*>(f.data());
+  std::memcpy(eth->dst, dst.data(), 6);
+  std::memcpy(eth->src, src.data(), 6);
+  eth->ether_type.set(wire::kEtherTypeIpv4);
+  auto* ip = reinterpret_cast<wire::Ipv4Hdr*>(f.data() + sizeof(wire::EthHdr));
+  std::memset(ip, 0, sizeof *ip);
+  ip->ver_ihl = 0x45;
+  ip->tos = static_cast<uint8_t>(0x68 | ecn);  // some DSCP bits that must survive marking
+  ip->total_len.set(static_cast<uint16_t>(len - sizeof(wire::EthHdr)));
+  ip->ttl = 64;
+  ip->proto = wire::kIpProtoUdp;
+  ip->src.set(0x7f010002);
+  ip->dst.set(0x7f010001);
+  ip->csum.set(wire::ipv4_checksum(*ip));
+  return f;
+}
+
+const wire::Ipv4Hdr& ip_of(const std::vector<uint8_t>& f) {
+  return *reinterpret_cast<const wire::Ipv4Hdr*>(f.data() + sizeof(wire::EthHdr));
+}
+
+TEST(Switch, ForwardsByStaticMacAndLearnsSourceMacs) {
+  FakePort a, b, c;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0), ib = sw.add_port(&b, "b", {}, 0);
+  sw.add_static_mac(mac(1), ia);
+  sw.add_static_mac(mac(2), ib);
+  const int ic = sw.add_port(&c, "c", {}, 0);
+  b.inject(frame(mac(1), mac(2)));
+  c.inject(frame(mac(2), mac(3)));  // teaches the switch that mac(3) is behind c
+  sw.poll(0);
+  ASSERT_EQ(a.sent.size(), 1u);
+  ASSERT_EQ(b.sent.size(), 1u);
+  EXPECT_TRUE(c.sent.empty());
+  a.inject(frame(mac(3), mac(1)));
+  sw.poll(1);
+  EXPECT_EQ(c.sent.size(), 1u);
+  EXPECT_EQ(sw.counters(ia).rx_frames, 1u);
+  EXPECT_EQ(sw.counters(ic).tx_frames, 1u);
+  EXPECT_EQ(sw.counters(ic).tx_bytes, 1000u);
+}
+
+TEST(Switch, UnknownUnicastIsDroppedAndCountedOrSentToTheDefaultPort) {
+  FakePort a, b, up;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0);
+  sw.add_port(&b, "b", {}, 0);
+  a.inject(frame(mac(9), mac(1)));
+  sw.poll(0);
+  EXPECT_EQ(sw.counters(ia).drop_unknown, 1u);
+  EXPECT_TRUE(b.sent.empty());
+  EXPECT_EQ(a.home(), a.total());
+
+  const int iu = sw.add_port(&up, "uplink", {}, 0);
+  sw.set_default_port(iu);
+  a.inject(frame(mac(9), mac(1)));
+  sw.poll(1);
+  EXPECT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(sw.counters(ia).unknown_to_uplink, 1u);
+  up.inject(frame(mac(8), mac(9)));  // unknown from the uplink itself: dropped, not sent back
+  sw.poll(2);
+  EXPECT_EQ(sw.counters(iu).drop_filtered + sw.counters(iu).drop_unknown, 1u);
+}
+
+TEST(Switch, BroadcastAndMulticastFloodToEveryOtherPort) {
+  FakePort a, b, c;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0);
+  sw.add_port(&b, "b", {}, 0);
+  sw.add_port(&c, "c", {}, 0);
+  a.inject(frame({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, mac(1), 300));
+  a.inject(frame({0x01, 0x00, 0x5e, 0, 0, 1}, mac(1), 200));
+  sw.poll(0);
+  EXPECT_TRUE(a.sent.empty());
+  ASSERT_EQ(b.sent.size(), 2u);
+  ASSERT_EQ(c.sent.size(), 2u);
+  EXPECT_EQ(b.sent[0], c.sent[0]);
+  EXPECT_EQ(b.sent[1].size(), 200u);
+  EXPECT_EQ(sw.counters(ia).flooded, 2u);
+  EXPECT_EQ(a.home(), a.total());
+}
+
+TEST(Switch, FrameBackToItsOwnPortIsFiltered) {
+  FakePort a, b;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0);
+  sw.add_port(&b, "b", {}, 0);
+  sw.add_static_mac(mac(1), ia);
+  a.inject(frame(mac(1), mac(5)));
+  sw.poll(0);
+  EXPECT_EQ(sw.counters(ia).drop_filtered, 1u);
+  EXPECT_TRUE(a.sent.empty());
+}
+
+TEST(Switch, LearnedEntriesNeverOverrideStaticOnesAndAgeOut) {
+  FakePort a, b, c;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0), ib = sw.add_port(&b, "b", {}, 0);
+  sw.add_port(&c, "c", {}, 0);
+  sw.add_static_mac(mac(1), ia);
+  b.inject(frame(mac(7), mac(1)));  // spoofs a's MAC
+  c.inject(frame(mac(1), mac(3)));
+  sw.poll(0);
+  EXPECT_EQ(a.sent.size(), 1u);  // still a
+  EXPECT_TRUE(b.sent.empty());
+  EXPECT_EQ(sw.counters(ib).drop_unknown, 1u);
+  // mac(3) was learned behind c; after the age-out it is unknown again.
+  a.inject(frame(mac(3), mac(1)));
+  sw.poll(1);
+  EXPECT_EQ(c.sent.size(), 1u);
+  sw.poll(kLearnAgeNs + 2'000'000'000);
+  a.inject(frame(mac(3), mac(1)));
+  sw.poll(kLearnAgeNs + 3'000'000'000);
+  EXPECT_EQ(c.sent.size(), 1u);
+  EXPECT_EQ(sw.counters(ia).drop_unknown, 1u);
+}
+
+TEST(Switch, BackpressuredFramesWaitAndRemovingAPortReturnsEveryBuffer) {
+  FakePort a, b;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0), ib = sw.add_port(&b, "b", {}, 0);
+  sw.add_static_mac(mac(2), ib);
+  b.tx_room = 0;
+  for (int i = 0; i < 10; ++i) a.inject(frame(mac(2), mac(1)));
+  sw.poll(0);
+  EXPECT_EQ(sw.counters(ib).queue_frames, 10u);
+  EXPECT_EQ(sw.counters(ia).held_bytes, 10'000u);
+  b.tx_room = 4;
+  sw.poll(1);
+  EXPECT_EQ(b.sent.size(), 4u);
+  EXPECT_EQ(sw.counters(ib).queue_frames, 6u);
+  EXPECT_EQ(sw.counters(ia).held_bytes, 6'000u);
+  // a goes away while 6 of its frames wait at b: they are freed before a's PacketIo can go.
+  sw.remove_port(ia);
+  EXPECT_EQ(sw.counters(ib).queue_frames, 0u);
+  EXPECT_EQ(sw.counters(ib).queue_bytes, 0u);
+  EXPECT_EQ(a.home(), a.total());
+  EXPECT_FALSE(sw.has_queued());
+}
+
+TEST(Switch, RemovedPortSlotIsReusedAndItsMacsForgotten) {
+  FakePort a, b, c;
+  Switch sw;
+  const int ia = sw.add_port(&a, "a", {}, 0), ib = sw.add_port(&b, "b", {}, 0);
+  sw.add_static_mac(mac(2), ib);
+  sw.remove_port(ib);
+  a.inject(frame(mac(2), mac(1)));
+  sw.poll(0);
+  EXPECT_EQ(sw.counters(ia).drop_unknown, 1u);
+  EXPECT_EQ(sw.add_port(&c, "c", {}, 0), ib);
+  EXPECT_EQ(sw.counters(ib).rx_frames, 0u);
+}
+
+TEST(Switch, TailDropAtTheBufferLimitWithoutPause) {
+  FakePort a, b;
+  Switch sw;
+  PortConfig cfg;
+  cfg.buffer_bytes = 5000;
+  cfg.pause_bytes = 0;
+  sw.add_port(&a, "a", cfg, 0);
+  const int ib = sw.add_port(&b, "b", cfg, 0);
+  sw.add_static_mac(mac(2), ib);
+  b.tx_room = 0;
+  for (int i = 0; i < 8; ++i) a.inject(frame(mac(2), mac(1)));
+  sw.poll(0);
+  EXPECT_EQ(sw.counters(ib).queue_frames, 5u);
+  EXPECT_EQ(sw.counters(ib).drop_queue_full, 3u);
+  EXPECT_EQ(sw.counters(ib).queue_max_bytes, 5000u);
+}
+
+TEST(Switch, IngressPausesWhileItsFramesHoldPauseBytesThenResumes) {
+  FakePort a, b;
+  Switch sw;
+  PortConfig cfg;
+  cfg.pause_bytes = 4224;
+  const int ia = sw.add_port(&a, "a", cfg, 0), ib = sw.add_port(&b, "b", cfg, 0);
+  sw.add_static_mac(mac(2), ib);
+  b.tx_room = 0;
+  for (int i = 0; i < 40; ++i) a.inject(frame(mac(2), mac(1)));
+  sw.poll(0);  // reads a burst of 32 (the check is per burst), queues them all
+  sw.poll(1);  // a is paused: nothing more read, nothing dropped
+  EXPECT_EQ(a.rx.size(), 8u);
+  EXPECT_EQ(sw.counters(ia).pauses, 1u);
+  EXPECT_EQ(sw.counters(ib).drop_queue_full, 0u);
+  b.tx_room = UINT32_MAX;
+  sw.poll(2);  // drains b; a is read again on the next pass
+  sw.poll(3);
+  sw.poll(4);
+  EXPECT_EQ(b.sent.size(), 40u);
+  EXPECT_TRUE(a.rx.empty());
+}
+
+TEST(Switch, TokenBucketPacesEgressAtTheConfiguredRate) {
+  FakePort a, b;
+  Switch sw;
+  PortConfig cfg;
+  cfg.rate_bps = 8'000'000;  // 1 byte per microsecond
+  cfg.burst_bytes = 4224;
+  sw.add_port(&a, "a", {}, 0);
+  const int ib = sw.add_port(&b, "b", cfg, 0);
+  sw.add_static_mac(mac(2), ib);
+  for (int i = 0; i < 20; ++i) a.inject(frame(mac(2), mac(1), 1000));
+  uint64_t t = 0;
+  sw.poll(t);
+  EXPECT_EQ(b.sent.size(), 4u);  // the full bucket: 4 x 1000 bytes
+  EXPECT_GT(sw.next_ready_ns(), t);
+  // 10 ms later: 10,000 bytes earned, but the bucket holds at most 4224.
+  t += 10'000'000;
+  sw.poll(t);
+  EXPECT_EQ(b.sent.size(), 8u);
+  // Then one frame per 1000 us, and next_ready_ns() says when.
+  for (int i = 0; i < 12; ++i) {
+    t = sw.next_ready_ns();
+    ASSERT_NE(t, UINT64_MAX);
+    sw.poll(t);
+  }
+  EXPECT_EQ(b.sent.size(), 20u);
+  EXPECT_LE(t, 10'000'000u + 12 * 1'000'000u + 1000);
+  EXPECT_GE(t, 10'000'000u + 12 * 1'000'000u - 300'000);
+}
+
+TEST(Switch, RedMarksEctFramesAboveKmaxAndLeavesOthersUnmarked) {
+  FakePort a, b;
+  Switch sw;
+  PortConfig cfg;
+  cfg.red = {true, 2000, 4000, 0.5};
+  cfg.pause_bytes = 0;
+  sw.add_port(&a, "a", {}, 0);
+  const int ib = sw.add_port(&b, "b", cfg, 0);
+  sw.add_static_mac(mac(2), ib);
+  b.tx_room = 0;
+  for (int i = 0; i < 6; ++i) a.inject(frame(mac(2), mac(1), 1000, 0x2));  // ECT(0)
+  a.inject(frame(mac(2), mac(1), 1000, 0x0));                              // Not-ECT at depth 6000
+  a.inject(frame(mac(2), mac(1), 1000, 0x3));                              // CE already
+  sw.poll(0);
+  b.tx_room = UINT32_MAX;
+  sw.poll(1);
+  ASSERT_EQ(b.sent.size(), 8u);
+  // Depths 0 and 1000 are below kmin: never marked. Depths 4000 and 5000 are at/above kmax: always.
+  EXPECT_EQ(ip_of(b.sent[0]).tos & 3, 2);
+  EXPECT_EQ(ip_of(b.sent[1]).tos & 3, 2);
+  EXPECT_EQ(ip_of(b.sent[4]).tos & 3, 3);
+  EXPECT_EQ(ip_of(b.sent[5]).tos & 3, 3);
+  EXPECT_EQ(ip_of(b.sent[6]).tos & 3, 0);
+  for (const auto& f : b.sent) {
+    EXPECT_EQ(wire::ipv4_checksum(ip_of(f)), 0) << "IPv4 checksum must stay valid";
+    EXPECT_EQ(ip_of(f).tos & 0xFC, 0x68) << "DSCP untouched";
+  }
+  const auto& c = sw.counters(ib);
+  EXPECT_GE(c.ecn_marked, 2u);
+  EXPECT_LE(c.ecn_marked, 4u);
+  EXPECT_EQ(c.ecn_not_ect, 1u);
+  EXPECT_EQ(c.ecn_already_ce, 1u);
+}
+
+}  // namespace
+}  // namespace uroce::uroced
