@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"devices", uroce::tools::cmd_devices},
     {"stats", uroce::tools::cmd_stats},
     {"capture", uroce::tools::cmd_capture},
+    {"exp", uroce::tools::cmd_exp},
 };
 
 constexpr int kExitUsage = 2;

@@ -14,6 +14,7 @@ BufferPool::BufferPool(uint32_t frames, uint16_t frame_cap)
     s.buf.data = storage_.data() + size_t{i} * frame_cap;
     s.buf.cap = frame_cap;
     s.buf.impl = &s;
+    s.buf.telemetry = &s.telemetry;
     s.pool = this;
   }
   // Reverse order so that a fresh pool hands out slot 0 first.
@@ -26,6 +27,8 @@ PktBuf* BufferPool::alloc() {
   free_.pop_back();
   s->refs = 1;
   s->buf.len = 0;
+  s->telemetry.hops = 0;
+  s->meta = FrameMeta{};
   return &s->buf;
 }
 
@@ -50,6 +53,9 @@ PktBuf* copy_frame(BufferPool& pool, const SimFrame& f) {
   if (b == nullptr) return nullptr;
   std::memcpy(b->data, f.buf->data, f.buf->len);
   b->len = f.buf->len;
+  const cc::IntStack& in = *f.buf->telemetry;
+  b->telemetry->hops = in.hops;
+  for (uint8_t i = 0; i < in.hops && i < cc::kMaxIntHops; ++i) b->telemetry->hop[i] = in.hop[i];
   if (f.flip_bit != kNoFlip) b->data[f.flip_bit / 8] ^= static_cast<uint8_t>(1u << (f.flip_bit % 8));
   return b;
 }

@@ -6,6 +6,10 @@
 // transport, or a sink copying an arriving frame in). A frame in flight holds one reference per copy:
 // duplication and flooding add references instead of copying bytes. release() drops one; the last returns
 // the buffer to the pool it came from, whichever component releases it.
+//
+// Side band: every slot also carries what travels with a frame but is not in its bytes: the INT stack
+// switches stamp (PktBuf::telemetry points at it; empty after alloc) and the switch-internal FrameMeta
+// (ingress port and priority, for buffer accounting). copy_frame carries the INT stack to the new buffer.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,15 @@
 #include "transport/packet_io.h"
 
 namespace uroce::sim {
+
+// Switch-internal bookkeeping of a buffered frame: where it came in and at which priority it is counted.
+struct FrameMeta {
+  uint16_t in_port = 0;
+  uint8_t prio = 0;
+  bool lossless = false;      // counted against its ingress port's PFC/credit accounting
+  bool roce_request = false;  // gets an INT hop at egress
+  bool classified = false;    // the fields above are set
+};
 
 class BufferPool {
  public:
@@ -30,6 +43,7 @@ class BufferPool {
   static void release(PktBuf* b);
   static const BufferPool* owner(const PktBuf* b);
   static uint32_t refs(const PktBuf* b);
+  static FrameMeta& meta(PktBuf* b) { return slot_of(b)->meta; }
 
   uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
   uint32_t available() const { return static_cast<uint32_t>(free_.size()); }
@@ -41,6 +55,8 @@ class BufferPool {
     PktBuf buf;
     BufferPool* pool = nullptr;
     uint32_t refs = 0;
+    FrameMeta meta;
+    cc::IntStack telemetry;  // PktBuf::telemetry points here
   };
   static Slot* slot_of(const PktBuf* b) { return static_cast<Slot*>(b->impl); }
 

@@ -41,7 +41,8 @@ UROCE_SIM_COUNTER_SET(LinkCounters, UROCE_SIM_LINK_COUNTERS);
   X(rx_frames)  /* landed in the rx ring */                                \
   X(rx_bytes)                                                              \
   X(rx_no_buffer) /* arrived while the pool was empty: dropped */          \
-  X(rx_oversize)  /* arrived longer than max_frame: dropped */
+  X(rx_oversize)  /* arrived longer than max_frame: dropped */             \
+  X(pfc_rx)       /* PFC frames received (fabric model): applied to the uplink */
 UROCE_SIM_COUNTER_SET(PortCounters, UROCE_SIM_PORT_COUNTERS);
 
 #define UROCE_SIM_SWITCH_COUNTERS(X)                                       \

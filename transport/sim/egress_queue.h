@@ -17,10 +17,16 @@
 namespace uroce::sim {
 
 struct LinkConfig;
+class Link;
+class EventQueue;
 
 class EgressQueue {
  public:
   virtual ~EgressQueue() = default;
+
+  // Called once by the Link that serves this queue (a queue that holds frames back kicks it, and may
+  // schedule events of its own).
+  virtual void bind(Link& /*link*/, EventQueue& /*events*/) {}
 
   // Offers a frame at time `now`. true: the queue now owns the frame's reference. false: refused (the
   // caller still owns the reference and drops it).

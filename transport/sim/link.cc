@@ -8,7 +8,9 @@ Link::Link(EventQueue& events, const LinkConfig& cfg, FrameSink& sink, uint64_t 
       cfg_(cfg),
       sink_(sink),
       rng_(seed),
-      queue_(queue ? std::move(queue) : std::make_unique<FifoQueue>(cfg.queue_limit_bytes)) {}
+      queue_(queue ? std::move(queue) : std::make_unique<FifoQueue>(cfg.queue_limit_bytes)) {
+  queue_->bind(*this, events_);
+}
 
 bool Link::send(const SimFrame& f, uint64_t now) {
   if (!queue_->enqueue(f, now)) {

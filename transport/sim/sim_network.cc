@@ -32,7 +32,10 @@ SimPort& SimNetwork::add_port(const PortConfig& cfg) {
 }
 
 SimSwitch& SimNetwork::add_switch(const SwitchConfig& cfg) {
-  switches_.push_back(std::make_unique<SimSwitch>(cfg, static_cast<uint32_t>(switches_.size())));
+  const auto id = static_cast<uint32_t>(switches_.size());
+  // Switch i marks from its own stream, independent of the links' streams (which count up from 1).
+  switches_.push_back(std::make_unique<SimSwitch>(cfg, id, splitmix64(seed_ ^ splitmix64(~uint64_t{id}))));
+  switches_.back()->events_ = &events_;
   return *switches_.back();
 }
 
@@ -53,10 +56,74 @@ Link& SimNetwork::connect(SimPort& a, SimPort& b, const LinkConfig& cfg) {
 
 uint32_t SimNetwork::attach(SimPort& p, SimSwitch& sw, const LinkConfig& up, const LinkConfig& down) {
   const uint32_t port = sw.add_port(p.mac());
+  if (sw.fabric()) {
+    // The host's NIC obeys PFC and link credits too: its uplink is a FabricQueue without an owner.
+    const FabricConfig& fc = sw.config().fabric;
+    const bool credit = fc.flow_control == FlowControl::kCredit;
+    Link& uplink = add_link(
+        up, sw.ingress(port),
+        std::make_unique<FabricQueue>(nullptr, 0, false, credit ? fc.credit_bytes : 0, fc.lossless_mask));
+    p.set_uplink(&uplink);
+    sw.set_feeder(port, &uplink);
+    Link& down_link = add_link(down, p, sw.make_fabric_queue(port));
+    sw.set_egress(port, &down_link);
+    if (credit) p.set_credit_return(&down_link, fc.lossless_mask);
+    hosts_.push_back(HostRec{p.mac(), &sw, port});
+    return port;
+  }
   p.set_uplink(&add_link(up, sw.ingress(port), nullptr));
   std::unique_ptr<EgressQueue> q = sw.config().egress_queue ? sw.config().egress_queue(down) : nullptr;
   sw.set_egress(port, &add_link(down, p, std::move(q)));
   return port;
+}
+
+std::pair<uint32_t, uint32_t> SimNetwork::connect(SimSwitch& a, SimSwitch& b, const LinkConfig& cfg) {
+  const uint32_t pa = a.add_port(0), pb = b.add_port(0);
+  Link& ab = add_link(cfg, b.ingress(pb), a.make_fabric_queue(pa));
+  Link& ba = add_link(cfg, a.ingress(pa), b.make_fabric_queue(pb));
+  a.set_egress(pa, &ab);
+  b.set_feeder(pb, &ab);
+  b.set_egress(pb, &ba);
+  a.set_feeder(pa, &ba);
+  trunks_.push_back(TrunkRec{&a, pa, &b, pb});
+  return {pa, pb};
+}
+
+void SimNetwork::compute_routes() {
+  const size_t n = switches_.size();
+  auto index = [this](const SimSwitch* s) { return s->id(); };
+  for (const auto& dst : switches_) {
+    // Hop distance of every switch to dst (BFS over trunks).
+    std::vector<uint32_t> dist(n, UINT32_MAX);
+    std::vector<uint32_t> frontier{dst->id()};
+    dist[dst->id()] = 0;
+    while (!frontier.empty()) {
+      std::vector<uint32_t> next;
+      for (uint32_t s : frontier)
+        for (const TrunkRec& t : trunks_) {
+          const uint32_t ia = index(t.a), ib = index(t.b);
+          const uint32_t other = ia == s ? ib : ib == s ? ia : UINT32_MAX;
+          if (other == UINT32_MAX || dist[other] != UINT32_MAX) continue;
+          dist[other] = dist[s] + 1;
+          next.push_back(other);
+        }
+      frontier.swap(next);
+    }
+    for (const HostRec& h : hosts_) {
+      if (h.sw != dst.get()) continue;
+      dst->set_route(h.mac, {h.port});
+      for (const auto& s : switches_) {
+        const uint32_t i = s->id();
+        if (i == dst->id() || dist[i] == UINT32_MAX) continue;
+        std::vector<uint32_t> ports;
+        for (const TrunkRec& t : trunks_) {
+          if (index(t.a) == i && dist[index(t.b)] + 1 == dist[i]) ports.push_back(t.pa);
+          if (index(t.b) == i && dist[index(t.a)] + 1 == dist[i]) ports.push_back(t.pb);
+        }
+        s->set_route(h.mac, std::move(ports));
+      }
+    }
+  }
 }
 
 void SimNetwork::add_node(SimNode& node, std::initializer_list<SimPort*> ports) {

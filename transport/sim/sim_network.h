@@ -15,6 +15,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "transport/clock.h"
@@ -68,6 +69,12 @@ class SimNetwork {
   // switch->p (the switch's egress queue for p). Returns the switch port number.
   uint32_t attach(SimPort& p, SimSwitch& sw, const LinkConfig& up, const LinkConfig& down);
   uint32_t attach(SimPort& p, SimSwitch& sw, const LinkConfig& cfg) { return attach(p, sw, cfg, cfg); }
+  // A duplex wire between two switches (fabric model: both must have it enabled). Returns the port numbers
+  // on a and on b.
+  std::pair<uint32_t, uint32_t> connect(SimSwitch& a, SimSwitch& b, const LinkConfig& cfg);
+  // Fabric model: routes every attached port's MAC on every switch along all shortest paths (ECMP groups).
+  // Call once the topology is complete; SimSwitch::set_route can override single entries afterwards.
+  void compute_routes();
 
   // Registers a node that drives `ports` (their arrivals make it ready). Not owned.
   void add_node(SimNode& node, std::initializer_list<SimPort*> ports = {});
@@ -90,6 +97,17 @@ class SimNetwork {
   uint64_t polls() const { return polls_; }
 
  private:
+  struct HostRec {
+    uint64_t mac;
+    SimSwitch* sw;
+    uint32_t port;
+  };
+  struct TrunkRec {
+    SimSwitch* a;
+    uint32_t pa;
+    SimSwitch* b;
+    uint32_t pb;
+  };
   struct NodeRec {
     SimNode* node;
     std::vector<SimPort*> ports;
@@ -114,6 +132,8 @@ class SimNetwork {
   std::vector<std::unique_ptr<Link>> links_;
   EventQueue events_;
   std::vector<NodeRec> nodes_;
+  std::vector<HostRec> hosts_;
+  std::vector<TrunkRec> trunks_;
 };
 
 }  // namespace uroce::sim

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "transport/sim/fabric_queue.h"
 #include "transport/sim/sim_network.h"
 
 namespace uroce::sim {
@@ -58,7 +59,21 @@ void SimPort::free_burst(PktBuf** bufs, uint16_t n) {
   }
 }
 
-void SimPort::receive(const SimFrame& f, uint64_t /*now*/) {
+void SimPort::receive(const SimFrame& f, uint64_t now) {
+  PfcFrame pfc;
+  if (parse_pfc(f.buf->data, f.buf->len, &pfc)) {
+    // MAC control frames end in the MAC: the transport never sees them.
+    ++counters_.pfc_rx;
+    if (auto* q = dynamic_cast<FabricQueue*>(uplink_ ? &uplink_->queue() : nullptr)) q->apply_pfc(pfc, now);
+    return;
+  }
+  if (credit_feeder_ != nullptr) {
+    // The NIC's receive buffer drains at once (into the pool or, without a buffer, to a drop).
+    const FrameClass c = classify(f.buf->data, f.buf->len, 0);
+    if (credit_mask_ >> c.prio & 1)
+      static_cast<FabricQueue&>(credit_feeder_->queue())
+          .return_credits(c.prio, credit_blocks(f.buf->len), now + credit_feeder_->config().delay_ns);
+  }
   if (f.buf->len > pool_.frame_cap()) {
     ++counters_.rx_oversize;
     return;
@@ -71,6 +86,7 @@ void SimPort::receive(const SimFrame& f, uint64_t /*now*/) {
   ++counters_.rx_frames;
   counters_.rx_bytes += b->len;
   rx_.push(b);
+  if (rx_tap_) rx_tap_(*b, now);
 }
 
 bool SimPort::tx_unblocked() const {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "transport/packet_io.h"
 #include "transport/sim/buffer_pool.h"
@@ -54,11 +55,19 @@ class SimPort final : public PacketIo, public FrameSink {
   Link* uplink() const { return uplink_; }
   // A tx_burst was refused for lack of ring space and there is space now: the owner node is due a poll.
   bool tx_unblocked() const;
+  // Called for every frame that lands in the rx ring (experiments count per-flow bytes with it).
+  void set_rx_tap(std::function<void(const PktBuf&, uint64_t now)> tap) { rx_tap_ = std::move(tap); }
 
  private:
   friend class SimNetwork;
   void set_uplink(Link* l) { uplink_ = l; }
   void clear_tx_blocked() { tx_blocked_ = false; }
+  // Fabric model with credit flow control: frames of the lossless VLs give their credits back to the
+  // queue of `feeder` (the switch's egress toward this port) as they land.
+  void set_credit_return(Link* feeder, uint8_t mask) {
+    credit_feeder_ = feeder;
+    credit_mask_ = mask;
+  }
 
   SimNetwork& net_;
   PortConfig cfg_;
@@ -68,6 +77,9 @@ class SimPort final : public PacketIo, public FrameSink {
   Link* uplink_ = nullptr;
   bool tx_blocked_ = false;
   PortCounters counters_;
+  std::function<void(const PktBuf&, uint64_t)> rx_tap_;
+  Link* credit_feeder_ = nullptr;
+  uint8_t credit_mask_ = 0;
 };
 
 }  // namespace uroce::sim

@@ -10,6 +10,11 @@
 //
 // Buffers: arriving frames are copied into the switch's own pool (its packet memory); flooded copies share
 // that buffer by reference. An arrival with the pool empty is dropped (no_buffer).
+//
+// With SwitchConfig::fabric.enabled the switch is the fabric model of docs/fabric.md instead
+// (switch_fabric.cc): routes with ECMP groups, a shared buffer with per-queue thresholds, RED ECN marking,
+// PFC or credit-based flow control, INT stamping, and per-port counters. Multi-switch fabrics must be
+// loop-free for flooded frames (the transport sends none: it resolves MACs itself).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +25,11 @@
 #include "transport/sim/buffer_pool.h"
 #include "transport/sim/counters.h"
 #include "transport/sim/egress_queue.h"
+#include "transport/sim/event_queue.h"
+#include "transport/sim/fabric.h"
+#include "transport/sim/fabric_queue.h"
 #include "transport/sim/link.h"
+#include "transport/sim/rng.h"
 
 namespace uroce::sim {
 
@@ -29,11 +38,25 @@ struct SwitchConfig {
   uint16_t max_frame = 4224;
   bool learn = true;
   QueueFactory egress_queue;  // null: FifoQueue with each egress link's queue_limit_bytes
+  FabricConfig fabric;        // enabled: the fabric model (egress_queue is then ignored)
 };
 
-class SimSwitch {
+// Per switch port, fabric model only. Drops are counted at the egress port the frame was headed for.
+#define UROCE_SIM_SWITCH_PORT_COUNTERS(X)                                              \
+  X(rx_frames)      /* arrived on this port (PFC frames included) */                   \
+  X(ecn_marked)     /* CE set on a frame queued here */                                \
+  X(drop_buffer)    /* shared buffer full */                                           \
+  X(drop_threshold) /* lossy queue above its dynamic threshold or port limit */        \
+  X(drop_headroom)  /* lossless frame beyond XOFF + headroom of its ingress */         \
+  X(drop_credit)    /* arrived without credit: a sender overran (never, if correct) */ \
+  X(pfc_xoff_sent)  /* PFC frames pausing the device on this port (refreshes incl.) */ \
+  X(pfc_xon_sent)                                                                      \
+  X(pfc_rx) /* PFC frames received on this port */
+UROCE_SIM_COUNTER_SET(SwitchPortCounters, UROCE_SIM_SWITCH_PORT_COUNTERS);
+
+class SimSwitch final : public QueueOwner, public EventTarget {
  public:
-  SimSwitch(const SwitchConfig& cfg, uint32_t id);
+  SimSwitch(const SwitchConfig& cfg, uint32_t id, uint64_t seed = 0);
   SimSwitch(const SimSwitch&) = delete;
   SimSwitch& operator=(const SimSwitch&) = delete;
 
@@ -45,8 +68,30 @@ class SimSwitch {
   const SwitchCounters& counters() const { return counters_; }
   const SwitchConfig& config() const { return cfg_; }
 
+  // Fabric model.
+  bool fabric() const { return cfg_.fabric.enabled; }
+  // The egress queue of `port` (fabric model only).
+  FabricQueue& fabric_queue(uint32_t port) { return static_cast<FabricQueue&>(egress_[port]->queue()); }
+  const SwitchPortCounters& port_counters(uint32_t port) const { return port_cnt_[port]; }
+  // Frames to `mac` leave by one of `ports`, chosen by the flow hash (ECMP); replaces any earlier route.
+  void set_route(uint64_t mac, std::vector<uint32_t> ports) { routes_[mac] = std::move(ports); }
+  const std::vector<uint32_t>* route(uint64_t mac) const;
+  uint64_t buffer_used() const { return used_; }
+  uint64_t ingress_bytes(uint32_t port, uint8_t prio) const { return ing_[port].bytes[prio]; }
+  bool xoff(uint32_t port, uint8_t prio) const { return ing_[port].xoff[prio]; }
+  uint64_t port_mac(uint32_t port) const { return 0x02FE00000000ULL | uint64_t{id_} << 16 | port; }
+
+  void on_leave(uint32_t port, const SimFrame& f, uint64_t now) override;
+  void on_event(const Event& ev) override;
+
  private:
   friend class SimNetwork;
+
+  struct IngressAcct {
+    uint64_t bytes[kPriorities] = {};
+    bool xoff[kPriorities] = {};
+    bool refresh_pending[kPriorities] = {};
+  };
 
   // The sink that the attached device's uplink delivers to.
   struct Ingress final : FrameSink {
@@ -62,6 +107,12 @@ class SimSwitch {
   void set_egress(uint32_t port, Link* l) { egress_[port] = l; }
 
   void forward(uint32_t in, const SimFrame& f, uint64_t now);
+  void forward_fabric(uint32_t in, const SimFrame& f, uint64_t now);  // switch_fabric.cc
+  bool admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t len);
+  void send_pfc(uint32_t port, uint8_t prio, bool xoff, uint64_t now);
+  // The fabric model's queue for a new egress link, and the link that delivers into `port`.
+  std::unique_ptr<EgressQueue> make_fabric_queue(uint32_t port);
+  void set_feeder(uint32_t port, Link* l) { feeder_[port] = l; }
 
   SwitchConfig cfg_;
   uint32_t id_;
@@ -70,6 +121,14 @@ class SimSwitch {
   std::vector<Link*> egress_;                      // owned by SimNetwork
   std::unordered_map<uint64_t, uint32_t> table_;   // MAC -> port; grows only when a new MAC appears
   SwitchCounters counters_;
+  // Fabric model.
+  EventQueue* events_ = nullptr;
+  SimRng rng_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> routes_;
+  std::vector<Link*> feeder_;  // per port: the link delivering into it (credit return goes to its queue)
+  std::vector<IngressAcct> ing_;
+  std::vector<SwitchPortCounters> port_cnt_;
+  uint64_t used_ = 0;  // shared buffer bytes held
 };
 
 // The 48-bit MAC at p[0..6), p[0] in bits 47..40.

@@ -1,0 +1,384 @@
+#include "tools/exp/experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "transport/sim/fabric.h"
+#include "transport/sim/fabric_queue.h"
+#include "transport/wire/headers.h"
+
+namespace uroce::exp {
+
+namespace {
+
+constexpr uint32_t kAccessAll =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+uint64_t mac_u64(const wire::MacAddr& m) {
+  uint64_t v = 0;
+  for (uint8_t b : m) v = v << 8 | b;
+  return v;
+}
+
+}  // namespace
+
+double jain_index(const std::vector<double>& x) {
+  double s = 0, s2 = 0;
+  for (double v : x) {
+    s += v;
+    s2 += v * v;
+  }
+  return s2 == 0 ? 0 : s * s / (static_cast<double>(x.size()) * s2);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i =
+      std::min(v.size() - 1,
+               static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(v.size()))) - (p > 0 ? 1 : 0));
+  return v[i];
+}
+
+struct Experiment::Host final : sim::SimNode {
+  HostConfig cfg;
+  std::vector<uint8_t> mem;
+  sim::SimPort* port = nullptr;
+  std::unique_ptr<Device> dev;
+  Pd* pd = nullptr;
+  Cq* cq = nullptr;
+  Mr* mr = nullptr;
+  std::vector<std::pair<uint32_t, uint32_t>> rx_flows;  // (dest QPN, flow index) of flows into this host
+
+  void poll() override { dev->progress(); }
+  uint64_t next_deadline_ns() const override { return dev->next_deadline(); }
+};
+
+struct Experiment::Flow {
+  FlowSpec spec;
+  Qp* sq = nullptr;
+  Qp* rq = nullptr;
+  uint64_t posted = 0, acked = 0;
+  uint32_t outstanding = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t fct_ns = 0;
+  bool failed = false;
+};
+
+// Samples on its own clock: a node whose deadline is the next sample time.
+class Experiment::Sampler final : public sim::SimNode {
+ public:
+  Sampler(Experiment& e, uint64_t sample_ns, uint64_t rate_ns)
+      : e_(e), sample_ns_(sample_ns), rate_ns_(rate_ns) {}
+  void poll() override {
+    const uint64_t now = e_.net_.now_ns();
+    while (next_q_ <= now) {
+      e_.sample_queues(next_q_);
+      next_q_ += sample_ns_;
+    }
+    while (next_r_ <= now) {
+      e_.sample_rates(next_r_);
+      next_r_ += rate_ns_;
+    }
+  }
+  uint64_t next_deadline_ns() const override { return std::min(next_q_, next_r_); }
+
+ private:
+  Experiment& e_;
+  uint64_t sample_ns_, rate_ns_;
+  uint64_t next_q_ = 0, next_r_ = 0;
+};
+
+Experiment::Experiment(uint64_t seed) : net_(seed) {}
+Experiment::~Experiment() = default;
+
+size_t Experiment::hosts() const { return hosts_.size(); }
+sim::SimPort& Experiment::port(uint32_t h) { return *hosts_.at(h)->port; }
+Device& Experiment::device(uint32_t h) { return *hosts_.at(h)->dev; }
+
+uint32_t Experiment::add_host(const HostConfig& cfg) {
+  const auto idx = static_cast<uint32_t>(hosts_.size());
+  auto h = std::make_unique<Host>();
+  h->cfg = cfg;
+  h->mem.resize(cfg.mem_bytes);
+  DeviceConfig dc;
+  dc.name = "sim" + std::to_string(idx);
+  dc.gid = wire::ipv4_mapped(0x0A000000u + idx + 1);
+  dc.mac = mac_for_gid(dc.gid);
+  dc.link_rate_bps = cfg.rate_bps;
+  dc.cc = cfg.cc;
+  dc.cc_params = cfg.cc_params;
+  sim::PortConfig pc;
+  pc.mac = mac_u64(dc.mac);
+  pc.pool_frames = 512;
+  pc.tx_ring_frames = 64;
+  h->port = &net_.add_port(pc);
+  h->dev = std::make_unique<Device>(dc, h->port, &net_.clock());
+  if (h->dev->alloc_pd(&h->pd) || h->dev->create_cq(8192, &h->cq) ||
+      h->dev->reg_mr(h->pd, h->mem.data(), h->mem.size(), kAccessAll, &h->mr))
+    throw std::runtime_error("host setup failed");
+  Host* raw = h.get();
+  h->port->set_rx_tap([this, raw](const PktBuf& b, uint64_t) {
+    const sim::FrameClass c = sim::classify(b.data, b.len, 0);
+    if (!c.roce_request) return;
+    const uint16_t l4 = static_cast<uint16_t>(c.l3_offset + (c.ipv4 ? (b.data[c.l3_offset] & 0xF) * 4 : 40));
+    const uint8_t* bth = b.data + l4 + 8;
+    const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
+    for (const auto& [qpn, fi] : raw->rx_flows)
+      if (qpn == dqpn) flows_[fi]->rx_bytes += b.len;
+  });
+  net_.add_node(*h, {h->port});
+  hosts_.push_back(std::move(h));
+  return idx;
+}
+
+uint32_t Experiment::add_flow(const FlowSpec& spec) {
+  Host& a = *hosts_.at(spec.src);
+  Host& b = *hosts_.at(spec.dst);
+  if (spec.msg_bytes > a.mem.size() || spec.msg_bytes > b.mem.size())
+    throw std::invalid_argument("flow message larger than the host's memory");
+  auto f = std::make_unique<Flow>();
+  f->spec = spec;
+  auto make_qp = [](Host& h) {
+    QpInitAttr init;
+    init.type = QpType::kRc;
+    init.send_cq = init.recv_cq = h.cq;
+    init.cap = QpCap{256, 16, 1, 1, 0};
+    Qp* qp = nullptr;
+    if (h.dev->create_qp(h.pd, init, &qp)) throw std::runtime_error("create_qp failed");
+    return qp;
+  };
+  f->sq = make_qp(a);
+  f->rq = make_qp(b);
+  auto bring_up = [&spec](Qp* qp, const Gid& dgid, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
+    QpAttr at;
+    at.qp_state = QpState::kInit;
+    at.port_num = 1;
+    at.qp_access_flags = kAccessAll;
+    if (qp->modify(at, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags)) return false;
+    at.qp_state = QpState::kRtr;
+    at.path_mtu = Mtu::k4096;
+    at.dest_qp_num = dqpn;
+    at.rq_psn = rq_psn;
+    at.ah.dgid = dgid;
+    at.ah.traffic_class = kRoceDscp << 2;
+    at.ah.src_port_entropy = spec.sport;
+    at.max_dest_rd_atomic = 16;
+    at.min_rnr_timer = 1;
+    if (qp->modify(
+            at, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer))
+      return false;
+    at.qp_state = QpState::kRts;
+    at.sq_psn = sq_psn;
+    at.timeout = 12;  // ~17 ms: DCQCN may slow a flow to its minimum rate, ACKs then come rarely
+    at.retry_cnt = 7;
+    at.rnr_retry = 7;
+    at.max_rd_atomic = 16;
+    return qp->modify(at, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic) ==
+           0;
+  };
+  if (!bring_up(f->sq, b.dev->config().gid, f->rq->qpn(), 1000, 5000) ||
+      !bring_up(f->rq, a.dev->config().gid, f->sq->qpn(), 5000, 1000))
+    throw std::runtime_error("connecting a flow's QPs failed");
+  const auto idx = static_cast<uint32_t>(flows_.size());
+  b.rx_flows.emplace_back(f->rq->qpn(), idx);
+  flows_.push_back(std::move(f));
+  return idx;
+}
+
+void Experiment::watch(const std::string& name, sim::SimSwitch& sw, uint32_t port) {
+  if (!sw.fabric()) throw std::invalid_argument("watch: switch without the fabric model");
+  watches_.push_back(Watch{name, &sw, port});
+}
+
+bool Experiment::drive() {
+  const uint64_t now = net_.now_ns();
+  Wc wc[64];
+  for (auto& h : hosts_) {
+    int n;
+    while ((n = h->cq->poll(64, wc)) > 0) {
+      for (int i = 0; i < n; ++i) {
+        Flow& f = *flows_.at(wc[i].wr_id >> 32);
+        --f.outstanding;
+        if (wc[i].status != WcStatus::kSuccess) {
+          f.failed = true;
+          continue;
+        }
+        f.acked += wc[i].wr_id & 0xFFFFFFFF;
+        if (f.spec.bytes != 0 && f.acked >= f.spec.bytes && f.fct_ns == 0) f.fct_ns = now - f.spec.start_ns;
+      }
+    }
+  }
+  bool all_done = true;
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    Flow& f = *flows_[i];
+    if (f.spec.bytes == 0 || (f.fct_ns == 0 && !f.failed)) all_done = false;
+    if (f.failed || now < f.spec.start_ns) continue;
+    bool posted = false;
+    while (f.outstanding < f.spec.depth && (f.spec.bytes == 0 || f.posted < f.spec.bytes)) {
+      const uint32_t len = static_cast<uint32_t>(
+          f.spec.bytes == 0 ? f.spec.msg_bytes
+                            : std::min<uint64_t>(f.spec.msg_bytes, f.spec.bytes - f.posted));
+      Host& a = *hosts_[f.spec.src];
+      Host& b = *hosts_[f.spec.dst];
+      Sge sge{reinterpret_cast<uint64_t>(a.mem.data()), len, a.mr->lkey};
+      SendWr wr;
+      wr.wr_id = uint64_t{static_cast<uint32_t>(i)} << 32 | len;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = WrOpcode::kRdmaWrite;
+      wr.send_flags = kSendSignaled;
+      wr.remote_addr = reinterpret_cast<uint64_t>(b.mem.data());
+      wr.rkey = b.mr->rkey;
+      if (f.sq->post_send(wr) != 0) {
+        f.failed = true;
+        break;
+      }
+      f.posted += len;
+      ++f.outstanding;
+      posted = true;
+    }
+    if (posted) net_.wake(*hosts_[f.spec.src]);
+  }
+  return all_done && !flows_.empty();
+}
+
+uint64_t Experiment::pause_frames() const {
+  uint64_t n = 0;
+  for (const auto& s : net_.switches())
+    if (s->fabric())
+      for (uint32_t p = 0; p < s->port_count(); ++p)
+        n += s->port_counters(p).pfc_xoff_sent + s->port_counters(p).pfc_xon_sent;
+  return n;
+}
+
+uint64_t Experiment::drops() const {
+  uint64_t n = 0;
+  for (const auto& s : net_.switches()) {
+    n += s->counters().no_buffer + s->counters().unknown_dst;
+    if (s->fabric())
+      for (uint32_t p = 0; p < s->port_count(); ++p) {
+        const sim::SwitchPortCounters& c = s->port_counters(p);
+        n += c.drop_buffer + c.drop_threshold + c.drop_headroom + c.drop_credit;
+      }
+  }
+  for (const auto& l : net_.links()) n += l->counters().queue_dropped + l->counters().lost;
+  for (const auto& p : net_.ports()) n += p->counters().rx_no_buffer;
+  return n;
+}
+
+void Experiment::sample_queues(uint64_t now) {
+  QueueRow r{now, {}};
+  for (const Watch& w : watches_) r.bytes.push_back(w.sw->fabric_queue(w.port).bytes());
+  queues_.push_back(std::move(r));
+}
+
+void Experiment::sample_rates(uint64_t now) {
+  RateRow r{now, {}, {}, pause_frames(), 0, 0, drops()};
+  const double dt = rates_.empty() ? 0 : static_cast<double>(now - rates_.back().t_ns);
+  last_rx_.resize(flows_.size(), 0);
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = *flows_[i];
+    r.gbps.push_back(dt > 0 ? static_cast<double>(f.rx_bytes - last_rx_[i]) * 8 / dt : 0);
+    last_rx_[i] = f.rx_bytes;
+    const uint64_t cc = f.sq->cc() ? f.sq->cc()->rate_bps : 0;
+    r.cc_gbps.push_back(static_cast<double>(cc ? cc : hosts_[f.spec.src]->cfg.rate_bps) / 1e9);
+  }
+  for (const auto& h : hosts_) {
+    r.cnp_sent += h->dev->counters()[Counter::kCnpSent];
+    r.ecn_marked += h->dev->counters()[Counter::kEcnMarked];
+  }
+  rates_.push_back(std::move(r));
+}
+
+double Experiment::ideal_fct_ns(const Flow& f) const {
+  const uint64_t rate = hosts_[f.spec.src]->cfg.rate_bps;
+  // Payload plus headers (~62 bytes per 4096-byte packet) at line rate, plus one propagation RTT estimate.
+  const double pkts = std::ceil(static_cast<double>(f.spec.bytes) / 4096);
+  return (static_cast<double>(f.spec.bytes) + pkts * 62) * 8e9 / static_cast<double>(rate) + 4000;
+}
+
+std::vector<Experiment::FlowResult> Experiment::flow_results() const {
+  std::vector<FlowResult> out;
+  for (const auto& f : flows_)
+    out.push_back(FlowResult{f->spec, f->rx_bytes, f->fct_ns,
+                             f->fct_ns ? static_cast<double>(f->fct_ns) / ideal_fct_ns(*f) : 0});
+  return out;
+}
+
+Summary Experiment::run(uint64_t duration_ns, uint64_t sample_ns, uint64_t rate_ns) {
+  sampler_ = std::make_unique<Sampler>(*this, sample_ns, rate_ns);
+  net_.add_node(*sampler_);
+  last_rx_.assign(flows_.size(), 0);
+  // Per-rate-row cumulative state needed for the window: rx bytes per flow and bottleneck tx bytes.
+  std::vector<std::vector<uint64_t>> rx_at;
+  const sim::Link* bottleneck = watches_.empty() ? nullptr : &watches_[0].sw->egress(watches_[0].port);
+  const uint64_t t0 = duration_ns / 5;
+  std::vector<uint64_t> rx0(flows_.size(), 0);
+  uint64_t tx0 = 0;
+  bool window_started = false;
+  const sim::RunStatus st = net_.run_until(
+      [&] {
+        if (!window_started && net_.now_ns() >= t0) {
+          window_started = true;
+          for (size_t i = 0; i < flows_.size(); ++i) rx0[i] = flows_[i]->rx_bytes;
+          if (bottleneck) tx0 = bottleneck->counters().sent_bytes;
+        }
+        return drive();
+      },
+      duration_ns);
+  Summary s;
+  s.status = sim::run_status_name(st);
+  const uint64_t end = net_.now_ns();
+  const double window = static_cast<double>(end - std::min(end, t0));
+  s.window_us = window / 1000;
+  std::vector<double> long_rates;
+  double lo = 1e300, hi = 0;
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = *flows_[i];
+    if (f.spec.bytes != 0) {
+      ++s.finite_flows;
+      if (f.fct_ns) ++s.finished_flows;
+      continue;
+    }
+    const double g = window > 0 ? static_cast<double>(f.rx_bytes - rx0[i]) * 8 / window : 0;
+    long_rates.push_back(g);
+    s.total_gbps += g;
+    lo = std::min(lo, g);
+    hi = std::max(hi, g);
+  }
+  s.min_flow_gbps = long_rates.empty() ? 0 : lo;
+  s.max_flow_gbps = hi;
+  s.jain = jain_index(long_rates);
+  if (bottleneck && window > 0 && bottleneck->config().rate_bps)
+    s.utilisation = static_cast<double>(bottleneck->counters().sent_bytes - tx0) * 8e9 /
+                    (static_cast<double>(bottleneck->config().rate_bps) * window);
+  if (!watches_.empty()) {
+    std::vector<double> q;
+    for (const QueueRow& r : queues_)
+      if (r.t_ns >= t0) q.push_back(static_cast<double>(r.bytes[0]) / 1024);
+    s.q_p50_kb = percentile(q, 50);
+    s.q_p99_kb = percentile(q, 99);
+    s.q_max_kb = percentile(q, 100);
+  }
+  s.drops = drops();
+  s.pause_frames = pause_frames();
+  for (const auto& l : net_.links())
+    if (const auto* fq = dynamic_cast<const sim::FabricQueue*>(&l->queue()))
+      s.paused_us += static_cast<double>(fq->stats().paused_ns) / 1000;
+  for (const auto& h : hosts_) {
+    s.cnp_sent += h->dev->counters()[Counter::kCnpSent];
+    s.cnp_handled += h->dev->counters()[Counter::kCnpRcvd];
+    s.ecn_marked += h->dev->counters()[Counter::kEcnMarked];
+    s.retransmits += h->dev->counters()[Counter::kRetransmits];
+  }
+  std::vector<double> slow;
+  for (const FlowResult& r : flow_results())
+    if (r.fct_ns) slow.push_back(r.slowdown);
+  s.fct_slowdown_p50 = percentile(slow, 50);
+  s.fct_slowdown_p99 = percentile(slow, 99);
+  return s;
+}
+
+}  // namespace uroce::exp

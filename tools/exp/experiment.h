@@ -1,0 +1,128 @@
+// One simulated congestion-control experiment: hosts running the uroce transport with a CC algorithm,
+// switches of the fabric model (transport/sim), long and finite RDMA WRITE flows between hosts, a sampler
+// that records per-flow rates, queue depths, pause frames and CNPs in virtual time, and the summary
+// metrics of docs/cc-results.md. Deterministic: one seed fixes the run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cc/cc.h"
+#include "transport/device.h"
+#include "transport/sim/sim_network.h"
+
+namespace uroce::exp {
+
+constexpr uint8_t kRoceDscp = 26;  // priority 3: the lossless class of FabricConfig's default mask
+
+struct HostConfig {
+  std::string cc = "dcqcn";
+  cc::Params cc_params;
+  uint64_t rate_bps = 100'000'000'000;
+  size_t mem_bytes = 1 << 20;  // the largest WRITE a flow on this host posts
+};
+
+struct FlowSpec {
+  uint32_t src = 0, dst = 0;  // host indices
+  uint64_t bytes = 0;         // 0: a long flow, runs until the end
+  uint64_t start_ns = 0;
+  uint16_t sport = 0;  // UDP source port; 0: derived from the QP numbers (varies per QP)
+  uint32_t msg_bytes = 256 * 1024;
+  uint32_t depth = 4;  // WRITEs in flight
+};
+
+// A queue whose depth the sampler records; the first watched queue is the bottleneck of the summary.
+struct Watch {
+  std::string name;
+  sim::SimSwitch* sw;
+  uint32_t port;
+};
+
+struct Summary {
+  double window_us = 0;
+  double total_gbps = 0;   // sum over long flows in the window
+  double utilisation = 0;  // bottleneck egress bytes / (rate * window)
+  double jain = 0;         // over long flows in the window
+  double min_flow_gbps = 0, max_flow_gbps = 0;
+  double q_p50_kb = 0, q_p99_kb = 0, q_max_kb = 0;  // bottleneck queue, window samples
+  uint64_t drops = 0;
+  uint64_t pause_frames = 0;  // PFC frames sent by switches (XOFF incl. refreshes, and XON)
+  double paused_us = 0;       // summed paused time of all paused egress queues
+  uint64_t cnp_sent = 0, cnp_handled = 0, ecn_marked = 0;
+  uint64_t retransmits = 0;
+  uint32_t finite_flows = 0, finished_flows = 0;
+  double fct_slowdown_p50 = 0, fct_slowdown_p99 = 0;
+  std::string status;  // run status of the simulator
+};
+
+class Experiment {
+ public:
+  explicit Experiment(uint64_t seed);
+  ~Experiment();
+
+  sim::SimNetwork& net() { return net_; }
+  uint32_t add_host(const HostConfig& cfg);
+  sim::SimPort& port(uint32_t host);
+  Device& device(uint32_t host);
+  size_t hosts() const;
+  // Wires a flow's QP pair; call after the topology is complete.
+  uint32_t add_flow(const FlowSpec& spec);
+  void watch(const std::string& name, sim::SimSwitch& sw, uint32_t port);
+
+  // Runs for `duration_ns` of virtual time (or until every flow is finite and done), sampling queues every
+  // `sample_ns` and rates every `rate_ns`. The summary's window is the last 80% of the run.
+  Summary run(uint64_t duration_ns, uint64_t sample_ns = 1000, uint64_t rate_ns = 10'000);
+
+  // Time series, available after run().
+  struct RateRow {
+    uint64_t t_ns;
+    std::vector<double> gbps;     // per flow, received over the last rate interval
+    std::vector<double> cc_gbps;  // per flow, the sender's CC rate (0: unlimited -> line rate)
+    uint64_t pause_frames, cnp_sent, ecn_marked, drops;  // cumulative
+  };
+  struct QueueRow {
+    uint64_t t_ns;
+    std::vector<uint64_t> bytes;  // per watch
+  };
+  const std::vector<RateRow>& rates() const { return rates_; }
+  const std::vector<QueueRow>& queues() const { return queues_; }
+  const std::vector<Watch>& watches() const { return watches_; }
+  struct FlowResult {
+    FlowSpec spec;
+    uint64_t rx_bytes;
+    uint64_t fct_ns;  // 0: not finished
+    double slowdown;
+  };
+  std::vector<FlowResult> flow_results() const;
+
+  // Fabric-wide counters now.
+  uint64_t pause_frames() const;
+  uint64_t drops() const;
+
+ private:
+  struct Host;
+  struct Flow;
+  class Sampler;
+
+  bool drive();  // posts WRITEs, collects completions; true when every flow is finite and done
+  void sample_queues(uint64_t now);
+  void sample_rates(uint64_t now);
+  double ideal_fct_ns(const Flow& f) const;
+
+  sim::SimNetwork net_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  std::vector<std::unique_ptr<Flow>> flows_;
+  std::vector<Watch> watches_;
+  std::unique_ptr<Sampler> sampler_;
+  std::vector<RateRow> rates_;
+  std::vector<QueueRow> queues_;
+  std::vector<uint64_t> last_rx_;
+};
+
+// Jain's fairness index of `x` (1 = all equal).
+double jain_index(const std::vector<double>& x);
+double percentile(std::vector<double> v, double p);
+
+}  // namespace uroce::exp

@@ -1,0 +1,136 @@
+#include "tools/exp/runner.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace uroce::exp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_csvs(Experiment& e, const std::string& dir) {
+  std::ofstream flows(dir + "/flows.csv"), rates(dir + "/cc_rates.csv"), q(dir + "/queues.csv"),
+      counters(dir + "/counters.csv"), fct(dir + "/fct.csv");
+  const auto results = e.flow_results();
+  flows << "time_us";
+  rates << "time_us";
+  for (size_t i = 0; i < results.size(); ++i) {
+    flows << ",flow" << i << "_gbps";
+    rates << ",flow" << i << "_cc_gbps";
+  }
+  flows << "\n";
+  rates << "\n";
+  counters << "time_us,pause_frames,cnp_sent,ecn_marked,drops\n";
+  for (const auto& r : e.rates()) {
+    const double t = static_cast<double>(r.t_ns) / 1000;
+    flows << t;
+    rates << t;
+    for (double g : r.gbps) flows << "," << g;
+    for (double g : r.cc_gbps) rates << "," << g;
+    flows << "\n";
+    rates << "\n";
+    counters << t << "," << r.pause_frames << "," << r.cnp_sent << "," << r.ecn_marked << "," << r.drops
+             << "\n";
+  }
+  q << "time_us";
+  for (const Watch& w : e.watches()) q << "," << w.name << "_kb";
+  q << "\n";
+  for (const auto& r : e.queues()) {
+    q << static_cast<double>(r.t_ns) / 1000;
+    for (uint64_t b : r.bytes) q << "," << static_cast<double>(b) / 1024;
+    q << "\n";
+  }
+  fct << "flow,src,dst,bytes,start_us,fct_us,slowdown\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (r.spec.bytes == 0) continue;
+    fct << i << "," << r.spec.src << "," << r.spec.dst << "," << r.spec.bytes << ","
+        << static_cast<double>(r.spec.start_ns) / 1000 << "," << static_cast<double>(r.fct_ns) / 1000 << ","
+        << r.slowdown << "\n";
+  }
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+void plot(const std::string& dir, const std::string& title, size_t flows, size_t watches) {
+  std::ofstream gp(dir + "/plot.gp");
+  gp << "set terminal pngcairo size 900,500 font ',10'\nset datafile separator ','\nset key outside right\n"
+        "set grid\nset xlabel 'time (us)'\n";
+  const size_t shown = std::min<size_t>(flows, 16);
+  gp << "set output '" << dir << "/rates.png'\nset title '" << title << ": per-flow receive rate'\n"
+     << "set ylabel 'Gb/s'\nplot ";
+  for (size_t i = 0; i < shown; ++i)
+    gp << (i ? ", " : "") << "'" << dir << "/flows.csv' using 1:" << i + 2 << " with lines title 'flow" << i
+       << "'";
+  gp << "\n";
+  if (watches > 0) {
+    gp << "set output '" << dir << "/queue.png'\nset title '" << title
+       << ": queue depth'\nset ylabel 'KiB'\nplot ";
+    for (size_t i = 0; i < watches && i < 8; ++i)
+      gp << (i ? ", " : "") << "'" << dir << "/queues.csv' using 1:" << i + 2
+         << " with lines title columnhead";
+    gp << "\n";
+  }
+  gp << "set output '" << dir << "/counters.png'\nset title '" << title
+     << ": cumulative events'\nset ylabel 'count'\nset logscale y\n"
+     << "plot '" << dir
+     << "/counters.csv' using 1:($2+1) with lines title 'pause frames+1', '' using 1:($3+1) "
+     << "with lines title 'CNPs sent+1', '' using 1:($5+1) with lines title 'drops+1'\n";
+  gp.close();
+  const std::string cmd = "gnuplot '" + dir + "/plot.gp' 2>'" + dir + "/gnuplot.log'";
+  if (std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "uroce exp: gnuplot failed, see %s/gnuplot.log\n", dir.c_str());
+}
+
+}  // namespace
+
+std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, const std::string& out_dir,
+                                        bool plots, FILE* log) {
+  if (opt.duration_ns == 0) opt.duration_ns = sc.default_duration_ns;
+  std::vector<Variant> variants = sc.variants(opt);
+  opt.knobs.check();
+  const bool gnuplot = plots && !out_dir.empty() && have_gnuplot();
+  if (plots && !out_dir.empty() && !gnuplot)
+    std::fprintf(log, "uroce exp: gnuplot not found; writing CSVs only (apt install gnuplot-nox for PNGs)\n");
+  std::vector<VariantResult> out;
+  for (Variant& v : variants) {
+    Experiment e(opt.seed);
+    v.build(e);
+    VariantResult r{v.name, e.run(opt.duration_ns), ""};
+    if (!out_dir.empty()) {
+      r.dir = out_dir + "/" + sc.name + "/" + v.name;
+      fs::create_directories(r.dir);
+      write_csvs(e, r.dir);
+      if (gnuplot)
+        plot(r.dir, std::string(sc.name) + " / " + v.name, e.flow_results().size(), e.watches().size());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void print_summary(FILE* f, const std::vector<VariantResult>& rs) {
+  std::fprintf(f, "%-16s %9s %6s %6s %8s %8s %8s %7s %7s %9s %8s %8s %8s %9s\n", "variant", "Gb/s", "util",
+               "jain", "q_p50KB", "q_p99KB", "q_maxKB", "drops", "pauses", "pausedus", "cnps", "retx",
+               "fct_p50", "fct_p99");
+  for (const VariantResult& r : rs) {
+    const Summary& s = r.summary;
+    std::fprintf(f, "%-16s %9.2f %6.3f %6.3f %8.1f %8.1f %8.1f %7lu %7lu %9.1f %8lu %8lu %8.2f %9.2f\n",
+                 r.name.c_str(), s.total_gbps, s.utilisation, s.jain, s.q_p50_kb, s.q_p99_kb, s.q_max_kb,
+                 static_cast<unsigned long>(s.drops), static_cast<unsigned long>(s.pause_frames), s.paused_us,
+                 static_cast<unsigned long>(s.cnp_sent), static_cast<unsigned long>(s.retransmits),
+                 s.fct_slowdown_p50, s.fct_slowdown_p99);
+  }
+  for (const VariantResult& r : rs) {
+    if (r.summary.status != "time_limit" && r.summary.status != "done")
+      std::fprintf(f, "%s: simulator stopped: %s\n", r.name.c_str(), r.summary.status.c_str());
+    if (r.summary.finite_flows)
+      std::fprintf(f, "%s: %u of %u finite flows finished\n", r.name.c_str(), r.summary.finished_flows,
+                   r.summary.finite_flows);
+  }
+}
+
+}  // namespace uroce::exp

@@ -1,0 +1,339 @@
+#include "tools/exp/scenarios.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace uroce::exp {
+
+namespace {
+
+constexpr uint64_t kUs = 1000;
+constexpr uint64_t kMs = 1'000'000;
+
+struct Common {
+  sim::FabricConfig fabric;
+  sim::LinkConfig link;
+  HostConfig host;
+  uint32_t msg_bytes;
+};
+
+uint32_t kb(Knobs& k, const std::string& key, uint64_t def_bytes) {
+  const double v = k.num(key, static_cast<double>(def_bytes) / 1024);
+  if (v < 0 || v > 1 << 21) throw std::invalid_argument("key '" + key + "': out of range");
+  return static_cast<uint32_t>(v * 1024);
+}
+
+// Reads the knobs every scenario shares, starting from `fabric` as the scenario's defaults.
+Common common(RunOptions& o, const std::string& default_cc, sim::FabricConfig fabric) {
+  Knobs& k = o.knobs;
+  Common c;
+  c.link.rate_bps = static_cast<uint64_t>(k.num("link_gbps", 100) * 1e9);
+  c.link.delay_ns = static_cast<uint64_t>(k.num("delay_ns", 1000));
+  if (c.link.rate_bps == 0) throw std::invalid_argument("key 'link_gbps': must be > 0");
+  fabric.ecn.enabled = k.num("ecn", fabric.ecn.enabled) != 0;
+  fabric.ecn.kmin_bytes = kb(k, "kmin_kb", fabric.ecn.kmin_bytes);
+  fabric.ecn.kmax_bytes = kb(k, "kmax_kb", fabric.ecn.kmax_bytes);
+  fabric.ecn.pmax = k.num("pmax", fabric.ecn.pmax);
+  if (fabric.ecn.pmax < 0 || fabric.ecn.pmax > 1)
+    throw std::invalid_argument("key 'pmax': must be in [0, 1]");
+  if (fabric.ecn.kmax_bytes < fabric.ecn.kmin_bytes)
+    throw std::invalid_argument("key 'kmax_kb': below kmin_kb");
+  const std::string fc = k.str("fc", sim::flow_control_name(fabric.flow_control));
+  if (fc == "none") {
+    fabric.flow_control = sim::FlowControl::kNone;
+  } else if (fc == "pfc") {
+    fabric.flow_control = sim::FlowControl::kPfc;
+  } else if (fc == "credit") {
+    fabric.flow_control = sim::FlowControl::kCredit;
+  } else {
+    throw std::invalid_argument("key 'fc': '" + fc + "' is not none, pfc or credit");
+  }
+  fabric.pfc_xoff_bytes = kb(k, "xoff_kb", fabric.pfc_xoff_bytes);
+  fabric.pfc_xon_bytes = kb(k, "xon_kb", fabric.pfc_xon_bytes);
+  if (fabric.pfc_xon_bytes > fabric.pfc_xoff_bytes)
+    throw std::invalid_argument("key 'xon_kb': above xoff_kb");
+  fabric.pfc_headroom_bytes = kb(k, "headroom_kb", fabric.pfc_headroom_bytes);
+  fabric.buffer_bytes = kb(k, "buffer_kb", fabric.buffer_bytes);
+  fabric.credit_bytes = kb(k, "credit_kb", fabric.credit_bytes);
+  fabric.dt_alpha = k.num("dt_alpha", fabric.dt_alpha);
+  fabric.int_enabled = k.num("int", fabric.int_enabled) != 0;
+  c.fabric = fabric;
+  c.host.cc = o.cc.empty() ? default_cc : o.cc;
+  c.host.cc_params = k.cc_params();
+  c.host.rate_bps = c.link.rate_bps;
+  c.msg_bytes = kb(k, "msg_kb", 256 * 1024);
+  if (c.msg_bytes == 0 || c.msg_bytes > (64u << 20)) throw std::invalid_argument("key 'msg_kb': 1..65536");
+  c.host.mem_bytes = c.msg_bytes;
+  return c;
+}
+
+FlowSpec long_flow(uint32_t src, uint32_t dst, const Common& c) {
+  FlowSpec f;
+  f.src = src;
+  f.dst = dst;
+  f.msg_bytes = c.msg_bytes;
+  return f;
+}
+
+uint32_t count(Knobs& k, const std::string& key, double def, uint32_t lo, uint32_t hi) {
+  const double v = k.num(key, def);
+  if (v < lo || v > hi || v != static_cast<uint32_t>(v))
+    throw std::invalid_argument("key '" + key + "': must be an integer in " + std::to_string(lo) + ".." +
+                                std::to_string(hi));
+  return static_cast<uint32_t>(v);
+}
+
+// N senders -> host 0 through one switch; the bottleneck is the switch port to host 0.
+Variant incast_variant(const std::string& name, uint32_t n, const Common& c) {
+  return Variant{name, [n, c](Experiment& e) {
+                   sim::SimSwitch& sw = build_star(e, n + 1, c.host, c.fabric, c.link);
+                   for (uint32_t i = 1; i <= n; ++i) e.add_flow(long_flow(i, 0, c));
+                   e.watch("to_receiver", sw, 0);
+                 }};
+}
+
+std::vector<Variant> incast(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 16, 2, 64);
+  const Common c = common(o, "dcqcn", default_fabric());
+  return {incast_variant("incast" + std::to_string(n), n, c)};
+}
+
+std::vector<Variant> fair2(RunOptions& o) {
+  const uint64_t join =
+      static_cast<uint64_t>(o.knobs.num("join_us", static_cast<double>(o.duration_ns / 10 / kUs))) * kUs;
+  const Common c = common(o, "dcqcn", default_fabric());
+  return {Variant{"fair2", [join, c](Experiment& e) {
+                    sim::SimSwitch& sw = build_star(e, 3, c.host, c.fabric, c.link);
+                    e.add_flow(long_flow(1, 0, c));
+                    FlowSpec late = long_flow(2, 0, c);
+                    late.start_ns = join;
+                    e.add_flow(late);
+                    e.watch("to_receiver", sw, 0);
+                  }}};
+}
+
+std::vector<Variant> pfc_vs_dcqcn(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 16, 2, 64);
+  sim::FabricConfig f = default_fabric();
+  Common with_cc = common(o, "dcqcn", f);
+  Common pfc_only = with_cc;
+  pfc_only.host.cc = "none";
+  pfc_only.host.cc_params.clear();
+  return {incast_variant("pfc-only", n, pfc_only), incast_variant(with_cc.host.cc + "+pfc", n, with_cc)};
+}
+
+std::vector<Variant> ecn_threshold(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 2, 2, 64);
+  const double ratio = o.knobs.num("ratio", 30);
+  if (ratio < 1) throw std::invalid_argument("key 'ratio': must be >= 1");
+  const Common vendor = common(o, "dcqcn", default_fabric());
+  Common low = vendor;
+  low.fabric.ecn.kmin_bytes = static_cast<uint32_t>(vendor.fabric.ecn.kmin_bytes / ratio);
+  low.fabric.ecn.kmax_bytes = static_cast<uint32_t>(vendor.fabric.ecn.kmax_bytes / ratio);
+  char name[32];
+  std::snprintf(name, sizeof name, "kmin-div%g", ratio);
+  return {incast_variant("vendor", n, vendor), incast_variant(name, n, low)};
+}
+
+std::vector<Variant> incast_burst(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 8, 1, 64);
+  const uint32_t burst = kb(o.knobs, "burst_kb", 512 * 1024);
+  const uint64_t at =
+      static_cast<uint64_t>(o.knobs.num("burst_at_us", static_cast<double>(o.duration_ns * 2 / 5 / kUs))) *
+      kUs;
+  const Common c = common(o, "dcqcn", default_fabric());
+  return {Variant{"long+burst", [n, burst, at, c](Experiment& e) {
+                    sim::SimSwitch& sw = build_star(e, n + 2, c.host, c.fabric, c.link);
+                    e.add_flow(long_flow(1, 0, c));
+                    for (uint32_t i = 0; i < n; ++i) {
+                      FlowSpec f = long_flow(2 + i, 0, c);
+                      f.bytes = burst;
+                      f.start_ns = at;
+                      e.add_flow(f);
+                    }
+                    e.watch("to_receiver", sw, 0);
+                  }}};
+}
+
+std::vector<Variant> ecmp(RunOptions& o) {
+  const uint32_t spines = count(o.knobs, "spines", 4, 2, 16);
+  const uint32_t qps = count(o.knobs, "qps", 8, 1, 64);
+  const double host_gbps = o.knobs.num("host_gbps", 400);
+  Common c = common(o, "dcqcn", default_fabric());
+  sim::LinkConfig host_link = c.link;
+  host_link.rate_bps = static_cast<uint64_t>(host_gbps * 1e9);
+  c.host.rate_bps = host_link.rate_bps;
+  auto build = [spines, qps, c, host_link](bool fixed) {
+    return [spines, qps, c, host_link, fixed](Experiment& e) {
+      sim::SwitchConfig sc;
+      sc.fabric = c.fabric;
+      sc.buffer_frames = static_cast<uint32_t>(c.fabric.buffer_bytes / 1024 + 256);
+      sim::SimNetwork& net = e.net();
+      sim::SimSwitch& leaf0 = net.add_switch(sc);
+      sim::SimSwitch& leaf1 = net.add_switch(sc);
+      std::vector<uint32_t> up;
+      for (uint32_t s = 0; s < spines; ++s) {
+        sim::SimSwitch& sp = net.add_switch(sc);
+        up.push_back(net.connect(leaf0, sp, c.link).first);
+        net.connect(leaf1, sp, c.link);
+      }
+      const uint32_t a = e.add_host(c.host), b = e.add_host(c.host);
+      net.attach(e.port(a), leaf0, host_link);
+      net.attach(e.port(b), leaf1, host_link);
+      net.compute_routes();
+      for (uint32_t q = 0; q < qps; ++q) {
+        FlowSpec f = long_flow(a, b, c);
+        if (fixed) f.sport = 0xC000;
+        e.add_flow(f);
+      }
+      for (uint32_t s = 0; s < spines; ++s) e.watch("uplink" + std::to_string(s), leaf0, up[s]);
+    };
+  };
+  return {Variant{"fixed-sport", build(true)}, Variant{"varying-sport", build(false)}};
+}
+
+std::vector<Variant> credit_vs_pfc(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 16, 2, 64);
+  sim::FabricConfig f = default_fabric();
+  f.ecn.enabled = false;
+  Common pfc = common(o, "none", f);
+  pfc.fabric.flow_control = sim::FlowControl::kPfc;
+  Common credit = pfc;
+  credit.fabric.flow_control = sim::FlowControl::kCredit;
+  return {incast_variant("pfc", n, pfc), incast_variant("credit", n, credit)};
+}
+
+std::vector<Variant> hpcc_incast(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 16, 2, 64);
+  sim::FabricConfig f = default_fabric();
+  f.int_enabled = true;
+  f.ecn.enabled = false;
+  const Common c = common(o, "hpcc", f);
+  return {incast_variant(c.host.cc + "-incast" + std::to_string(n), n, c)};
+}
+
+}  // namespace
+
+void Knobs::set(const std::string& kv) {
+  const size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw std::invalid_argument("'" + kv + "' is not key=value");
+  kv_[kv.substr(0, eq)] = kv.substr(eq + 1);
+}
+
+double Knobs::num(const std::string& key, double def) {
+  used_.insert(key);
+  const auto it = kv_.find(key);
+  if (it == kv_.end()) return def;
+  size_t n = 0;
+  double v = 0;
+  try {
+    v = std::stod(it->second, &n);
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n == 0 || n != it->second.size())
+    throw std::invalid_argument("key '" + key + "': '" + it->second + "' is not a number");
+  return v;
+}
+
+std::string Knobs::str(const std::string& key, const std::string& def) {
+  used_.insert(key);
+  const auto it = kv_.find(key);
+  return it == kv_.end() ? def : it->second;
+}
+
+cc::Params Knobs::cc_params() {
+  cc::Params p;
+  for (const auto& [k, v] : kv_) {
+    if (k.rfind("cc.", 0) != 0) continue;
+    p[k.substr(3)] = num(k, 0);
+  }
+  return p;
+}
+
+void Knobs::check() const {
+  for (const auto& [k, v] : kv_)
+    if (!used_.count(k)) throw std::invalid_argument("unknown key '" + k + "' for this scenario");
+}
+
+sim::FabricConfig default_fabric() {
+  sim::FabricConfig f;
+  f.enabled = true;
+  f.ecn.enabled = true;
+  f.flow_control = sim::FlowControl::kPfc;
+  return f;
+}
+
+sim::SimSwitch& build_star(Experiment& e, uint32_t n, const HostConfig& host, const sim::FabricConfig& fabric,
+                           const sim::LinkConfig& link) {
+  sim::SwitchConfig sc;
+  sc.fabric = fabric;
+  sc.buffer_frames = static_cast<uint32_t>(fabric.buffer_bytes / 1024 + 256);
+  sim::SimSwitch& sw = e.net().add_switch(sc);
+  for (uint32_t i = 0; i < n; ++i) e.net().attach(e.port(e.add_host(host)), sw, link);
+  e.net().compute_routes();
+  return sw;
+}
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> all = {
+      {"incast",
+       "N senders (n=2..64, default 16) write to one receiver through one switch at 100 Gb/s. Shows whether "
+       "the congestion control (default DCQCN) shares the bottleneck fairly (Jain index over the last 80% of "
+       "the run) while keeping it busy, and how deep the queue gets compared with the ECN thresholds "
+       "(Kmin/Kmax); PFC catches what ECN does not, so drops stay at zero.",
+       5 * kMs, incast},
+      {"fair2",
+       "Two long flows to one receiver; the second joins after join_us (default 10% of the run). Shows the "
+       "first flow giving up half the link and both converging to the fair share of 50 Gb/s.",
+       5 * kMs, fair2},
+      {"pfc-vs-dcqcn",
+       "The same N:1 incast twice: with PFC as the only defence (no congestion control) and with DCQCN on "
+       "top "
+       "of PFC. PFC alone keeps the fabric lossless by pausing the senders again and again (many pause "
+       "frames, long paused time, a queue pinned near the XOFF thresholds); DCQCN slows the senders so that "
+       "PFC rarely has to act.",
+       3 * kMs, pfc_vs_dcqcn},
+      {"ecn-threshold",
+       "DCQCN with the vendor-recommended ECN thresholds and with Kmin/Kmax divided by ratio (default 30), "
+       "as "
+       "operators have misconfigured them. Marking that starts at a few kilobytes cuts the senders' rates "
+       "long "
+       "before the queue is a problem, and the link is left underused (operators reported ~70% throughput "
+       "loss).",
+       5 * kMs, ecn_threshold},
+      {"incast-burst",
+       "A long flow to a receiver is hit by n (default 8) senders each writing burst_kb (default 512 KiB) to "
+       "the same receiver at burst_at_us. Shows the long flow's rate dip and recovery, the queue spike, and "
+       "the flow completion time slowdown of the burst flows.",
+       4 * kMs, incast_burst},
+      {"ecmp",
+       "Leaf-spine with 2 leaves and `spines` spines (default 4) at 100 Gb/s; one host on each leaf with a "
+       "host_gbps (default 400) link; qps (default 8) QPs between them. Switches pick an uplink by a hash of "
+       "the IP addresses and UDP ports. With a fixed UDP source port every QP hashes onto the same uplink "
+       "(polarization: ~100 Gb/s total); with the per-QP source port RoCEv2 prescribes they spread over the "
+       "spines.",
+       2 * kMs, ecmp},
+      {"credit-vs-pfc",
+       "N:1 incast without congestion control, made lossless once by PFC (pause frames when an ingress "
+       "crosses XOFF) and once by InfiniBand-style link credits (a sender transmits only against credits "
+       "in 64-byte blocks that the receiver returns as its buffer drains). Both lose nothing; credits need "
+       "no pause frames and no headroom and bound each ingress to its advertised buffer.",
+       3 * kMs, credit_vs_pfc},
+      {"hpcc-incast",
+       "N:1 incast (default 16) with HPCC: switches stamp INT (timestamp, bytes sent, queue length, line "
+       "rate) on data packets, the receiver echoes it in ACKs and the sender sets its window from the "
+       "measured utilisation. HPCC aims at ~95% utilisation with a near-empty queue. Needs the 'hpcc' "
+       "algorithm in cc/.",
+       3 * kMs, hpcc_incast},
+  };
+  return all;
+}
+
+const Scenario* find_scenario(const std::string& name) {
+  for (const Scenario& s : scenarios())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace uroce::exp

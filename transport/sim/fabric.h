@@ -1,0 +1,96 @@
+// The switch model's knobs and the frame-level operations it needs: traffic classification (priority, ECN
+// capability, RoCE data packet), RED-style ECN marking, CE marking with the IPv4 checksum fixed, and the
+// 802.1Qbb PFC frame (build and parse). See docs/fabric.md for the model as a whole.
+//
+// Priority: the VLAN PCP when the frame is 802.1Q-tagged, else DSCP >> 3 (DSCP 26 -> priority 3, the
+// lossless RoCE class of the usual deployments; DSCP 48, which CNPs carry, -> priority 6).
+#pragma once
+
+#include <cstdint>
+
+#include "transport/packet_io.h"
+#include "transport/sim/rng.h"
+
+namespace uroce::sim {
+
+constexpr int kPriorities = 8;
+
+enum class FlowControl : uint8_t {
+  kNone,    // lossy: tail drop when the shared buffer or a queue's threshold is exceeded
+  kPfc,     // 802.1Qbb pause frames per priority on the lossless priorities
+  kCredit,  // InfiniBand-style link credits per VL (= priority) in 64-byte blocks
+};
+const char* flow_control_name(FlowControl fc);
+
+// RED-style marking on an egress queue's instantaneous depth q (bytes, this priority's queue, the
+// arriving frame not counted): P(mark) = 0 for q <= kmin, pmax * (q - kmin) / (kmax - kmin) for
+// kmin < q <= kmax, 1 above kmax (the DCQCN paper's profile).
+struct EcnConfig {
+  bool enabled = false;
+  uint32_t kmin_bytes = 100 * 1024;
+  uint32_t kmax_bytes = 400 * 1024;
+  double pmax = 0.2;
+};
+double red_mark_probability(const EcnConfig& ecn, uint64_t qlen_bytes);
+
+struct FabricConfig {
+  bool enabled = false;  // false: the ideal switch of sim_switch.h (FIFO per egress, link queue limit)
+  // Shared buffer: every frame held by the switch counts against buffer_bytes. Lossy priorities are also
+  // limited per egress queue by a dynamic threshold, queue < dt_alpha * (buffer_bytes - used) (Choudhury &
+  // Hahne), and by port_limit_bytes when that is non-zero.
+  uint64_t buffer_bytes = 4 << 20;
+  double dt_alpha = 1.0;
+  uint64_t port_limit_bytes = 0;
+  EcnConfig ecn;
+  FlowControl flow_control = FlowControl::kNone;
+  uint8_t lossless_mask = 1u << 3;  // priorities PFC / credits protect; the others are lossy
+  // PFC, per (ingress port, priority): XOFF when the bytes it holds reach xoff, XON when they fall below
+  // xon; headroom absorbs what is in flight after XOFF (beyond xoff + headroom the frame is dropped and
+  // counted as drop_headroom).
+  uint32_t pfc_xoff_bytes = 96 * 1024;
+  uint32_t pfc_xon_bytes = 64 * 1024;
+  uint32_t pfc_headroom_bytes = 64 * 1024;
+  uint16_t pfc_quanta = 0xFFFF;  // pause time sent with XOFF, in 512-bit times; refreshed at half of it
+  // Credits: the receive buffer each port advertises per VL (lossless priority), in bytes.
+  uint32_t credit_bytes = 128 * 1024;
+  bool int_enabled = false;  // stamp an IntHop on RoCE request packets at egress
+  uint64_t ecmp_salt = 0;    // mixed into the ECMP hash; equal on all switches by default (polarization)
+};
+
+constexpr uint32_t kCreditBlock = 64;
+inline uint32_t credit_blocks(uint32_t bytes) { return (bytes + kCreditBlock - 1) / kCreditBlock; }
+
+// What the switch needs to know about a frame, read from its bytes.
+struct FrameClass {
+  bool ip = false;  // IPv4 or IPv6
+  bool ipv4 = false;
+  uint16_t l3_offset = 0;  // where the IP header starts
+  uint8_t prio = 0;
+  uint8_t ecn = 0;            // low 2 bits of TOS / traffic class
+  bool roce = false;          // UDP to port 4791
+  bool roce_request = false;  // RoCE packet of a request opcode (carries data toward a responder)
+  uint64_t flow_hash = 0;     // of source/destination IP, UDP ports (0 for non-IP)
+};
+FrameClass classify(const uint8_t* frame, uint16_t len, uint64_t salt);
+
+// Sets CE on an ECT(0)/ECT(1) IP packet and rewrites the IPv4 header checksum. The ICRC masks the
+// TOS / traffic class, so it stays valid. Returns false (frame untouched) when it is not ECT.
+bool mark_ce(uint8_t* frame, const FrameClass& c);
+
+// 802.1Qbb priority-based flow control frame: dst 01:80:C2:00:00:01, MAC control ethertype 0x8808,
+// opcode 0x0101, class-enable vector (bit i: priority i), eight 16-bit pause times in quanta of 512 bit
+// times, padded to the 60-byte minimum (the simulator carries no FCS). Quanta 0 is XON.
+constexpr uint16_t kEtherTypeMacControl = 0x8808;
+constexpr uint16_t kPfcOpcode = 0x0101;
+constexpr uint16_t kPfcFrameLen = 60;
+struct PfcFrame {
+  uint8_t enable = 0;
+  uint16_t quanta[kPriorities] = {};
+};
+uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p);
+bool parse_pfc(const uint8_t* frame, uint16_t len, PfcFrame* out);
+inline uint64_t pfc_quanta_ns(uint16_t quanta, uint64_t rate_bps) {
+  return rate_bps == 0 ? 0 : uint64_t{quanta} * 512 * 1'000'000'000 / rate_bps;
+}
+
+}  // namespace uroce::sim
