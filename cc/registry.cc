@@ -2,6 +2,7 @@
 
 #include "cc/cc.h"
 #include "cc/dcqcn.h"
+#include "cc/hpcc.h"
 #include "cc/none.h"
 
 namespace uroce::cc {
@@ -17,6 +18,7 @@ struct Entry {
 constexpr Entry kAlgorithms[] = {
     {"none", make_none},
     {"dcqcn", make_dcqcn},
+    {"hpcc", make_hpcc},
 };
 
 }  // namespace
