@@ -4,6 +4,7 @@
 #include "cc/dcqcn.h"
 #include "cc/hpcc.h"
 #include "cc/none.h"
+#include "cc/timely.h"
 
 namespace uroce::cc {
 
@@ -19,6 +20,7 @@ constexpr Entry kAlgorithms[] = {
     {"none", make_none},
     {"dcqcn", make_dcqcn},
     {"hpcc", make_hpcc},
+    {"timely", make_timely},
 };
 
 }  // namespace
