@@ -386,6 +386,37 @@ TEST(ControlEndpoint, OffWithUroceControl0) {
   unsetenv("UROCE_CONTROL");
 }
 
+// docs/observability.md explains every counter `uroce stats` can print.
+TEST(ObserveDocs, NameEveryCounter) {
+  std::ifstream in(UROCE_OBSERVABILITY_DOC);
+  ASSERT_TRUE(in) << UROCE_OBSERVABILITY_DOC;
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto documented = [&](const std::string& name) { return doc.find("`" + name + "`") != std::string::npos; };
+  for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
+    EXPECT_TRUE(documented(counter_name(static_cast<Counter>(i)))) << counter_name(static_cast<Counter>(i));
+  for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
+    EXPECT_TRUE(documented(wire::rx_drop_name(static_cast<wire::RxDrop>(i))))
+        << wire::rx_drop_name(static_cast<wire::RxDrop>(i));
+  std::mutex mu;
+  FakePort port;
+  SteadyClock clock;
+  Device dev(DeviceConfig{}, &port, &clock);
+  Pd* pd;
+  Cq* cq;
+  Qp* qp;
+  ASSERT_EQ(dev.alloc_pd(&pd), 0);
+  ASSERT_EQ(dev.create_cq(4, &cq), 0);
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = cq;
+  ASSERT_EQ(dev.create_qp(pd, init, &qp), 0);
+  const json r = json::parse(provider::stats_json(
+      ControlSource{"uroce0", "", &mu, &dev, nullptr, [&] { return std::vector<uint32_t>{qp->qpn()}; }, {}}));
+  ASSERT_EQ(r["qps"].size(), 1u);
+  for (const auto& [name, v] : r["qps"][0].items())
+    EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;
+  dev.destroy_qp(qp);
+}
+
 TEST(ObserveTool, ParsesSocketNames) {
   auto e = tools::parse_socket_name("1234-uroce0.sock");
   ASSERT_TRUE(e);
