@@ -25,6 +25,7 @@ struct FrameMeta {
   uint8_t prio = 0;
   bool lossless = false;      // counted against its ingress port's PFC/credit accounting
   bool roce_request = false;  // gets an INT hop at egress
+  bool ect = false;           // ECN-capable (ECT(0) or ECT(1)): may be marked CE
   bool classified = false;    // the fields above are set
 };
 

@@ -22,9 +22,9 @@ enum class FlowControl : uint8_t {
 };
 const char* flow_control_name(FlowControl fc);
 
-// RED-style marking on an egress queue's instantaneous depth q (bytes, this priority's queue, the
-// arriving frame not counted): P(mark) = 0 for q <= kmin, pmax * (q - kmin) / (kmax - kmin) for
-// kmin < q <= kmax, 1 above kmax (the DCQCN paper's profile).
+// RED-style marking on an egress queue's instantaneous depth q (bytes, this priority's queue, measured
+// as the frame leaves: what stays behind it): P(mark) = 0 for q <= kmin, pmax * (q - kmin) / (kmax - kmin)
+// for kmin < q <= kmax, 1 above kmax (the DCQCN paper's profile).
 struct EcnConfig {
   bool enabled = false;
   uint32_t kmin_bytes = 100 * 1024;

@@ -68,6 +68,7 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
   m.prio = cls.prio;
   m.lossless = fc.flow_control != FlowControl::kNone && (fc.lossless_mask >> cls.prio & 1);
   m.roce_request = cls.roce_request;
+  m.ect = cls.ecn == 1 || cls.ecn == 2;
   m.classified = true;
   // Credits of a frame that never gets a departure must still go back, or the link starves.
   auto give_back_credits = [&] {
@@ -106,9 +107,6 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
   BufferPool::meta(b) = m;
   used_ += len;
   if (m.lossless) ing_[in].bytes[m.prio] += len;
-  if (fc.ecn.enabled && rng_.chance(red_mark_probability(fc.ecn, fabric_queue(out).prio_bytes(m.prio))) &&
-      mark_ce(b->data, cls))
-    ++port_cnt_[out].ecn_marked;
   if (m.lossless && fc.flow_control == FlowControl::kPfc && !ing_[in].xoff[m.prio] &&
       ing_[in].bytes[m.prio] >= fc.pfc_xoff_bytes)
     send_pfc(in, m.prio, true, now);
@@ -116,10 +114,16 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
   egress_[out]->send(SimFrame{b}, now);
 }
 
-void SimSwitch::on_leave(uint32_t /*port*/, const SimFrame& f, uint64_t now) {
+void SimSwitch::on_leave(uint32_t port, const SimFrame& f, uint64_t now) {
   const FrameMeta& m = BufferPool::meta(f.buf);
   const uint32_t len = f.buf->len;
   const FabricConfig& fc = cfg_.fabric;
+  // ECN is marked as the frame leaves, on the depth of the queue it leaves behind (as shared-buffer switch
+  // ASICs and the ns-3 HPCC model do): the mark carries the newest state, without the queueing delay.
+  if (fc.ecn.enabled && m.ect && BufferPool::refs(f.buf) == 1 &&
+      rng_.chance(red_mark_probability(fc.ecn, fabric_queue(port).prio_bytes(m.prio))) &&
+      mark_ce(f.buf->data, classify(f.buf->data, f.buf->len, 0)))
+    ++port_cnt_[port].ecn_marked;
   used_ -= len;
   if (!m.lossless) return;
   IngressAcct& a = ing_[m.in_port];
