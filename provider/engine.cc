@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <rdma/ib_user_verbs.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,12 +16,13 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/loopback.h"
+#include "provider/sleeper.h"
 
 namespace uroce::provider {
 
 namespace {
 
-constexpr uint64_t kSpinNs = 20'000;  // keep polling this long after the last work before sleeping
+constexpr uint64_t kSpinNs = 20'000;  // a one-sided target keeps polling this long after the last work
 
 bool parse_gid(const std::string& text, Gid* gid) {
   unsigned g[8];
@@ -60,6 +62,15 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     if (!ok) return "UROCE_MTU=" + v + ": must be 256, 512, 1024, 2048 or 4096";
   }
   if (const char* cc = std::getenv("UROCE_CC")) cfg->device.cc = cc;
+  if (const char* p = std::getenv("UROCE_CC_PARAMS")) {
+    try {
+      cfg->device.cc_params = cc::parse_params(p);
+    } catch (const std::invalid_argument& e) {
+      return std::string("UROCE_CC_PARAMS: ") + e.what();
+    }
+  }
+  // A bad algorithm or parameter fails the open here, before any port is set up.
+  if (std::string e = Device::check_config(cfg->device); !e.empty()) return "UROCE_CC / UROCE_CC_PARAMS: " + e;
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
   return "";
 }
@@ -80,6 +91,7 @@ Engine::Engine(const EngineConfig& cfg) {
   tap_ = std::make_unique<CaptureTap>(port_.get());
   dev_ = std::make_unique<Device>(cfg.device, tap_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
+  sleeper_ = std::make_unique<Sleeper>(wake_fd_);
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
 }
@@ -192,62 +204,78 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
   }
 }
 
-// The progress thread. It runs passes while there is work, keeps polling kSpinNs after the last work (the
-// next packet of an exchange usually follows within microseconds), then sleeps: on its eventfd (frames from
-// the in-process hub, a wake()), the port's rx interrupt where the PMD has one, and the next deadline. A
-// DPDK port without rx interrupts (memif, af_packet in DPDK 22.11) is looked at again after a back-off that
-// doubles from 20 us while the device stays idle (see kIdleMaxNapNs).
+// The progress thread (modes in engine.h). Each turn it reads when application threads last entered a
+// datapath verb and decides whether to run a pass and how long to sleep. Naps exist because a DPDK port
+// without rx interrupts (memif, af_packet in DPDK 22.11) does not say when frames arrive; with an rx
+// interrupt (tap) or the in-process hub (which rings the doorbell) the thread sleeps until the next deadline.
 void Engine::run() {
-  // Naps grow to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
-  // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
+  // Polling: the nap is a quarter of how long the application has polled without a gap, within
+  // [kPollingMinNapNs, kPollingMaxNapNs]: a long-running poller is checked on rarely, one that just
+  // started (ib_write_lat between its memory waits) soon. kPollingMaxNapNs is also the longest an
+  // application that stops calling (blocks in read(), say) waits before the thread takes over.
+  // Otherwise: the thread spins kSpinNs after the last work or the application's last call (data for a
+  // memory poller comes within microseconds of its last post), then naps from kMinNapNs doubling to 1 ms
+  // while the device was busy within the last second, then to 20 ms: a long-idle process costs well under
+  // 1% of a core, at the price of up to 20 ms before it notices the first new frame.
+  constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 250'000;
   constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
+  // Naps of microseconds must not be stretched by the default 50 us timer slack.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
+  const bool blind = dpdk_ && rx_fd < 0;  // frames arrive without waking us: look again after a nap
+  uint64_t looked = 0;                    // when this thread last checked on the application
   while (!stop_.load(std::memory_order_relaxed)) {
-    uint64_t deadline;
-    bool napping = false;  // sleeping for the back-off, not for a device deadline
-    {
-      std::lock_guard lock(mu_);
+    uint64_t now = clock_.now_ns();
+    const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
+    const uint64_t since_app = now > app ? now - app : 0;
+    const uint64_t gap = app_gap_ns_.load(std::memory_order_relaxed);
+    const bool polling = since_app < kAppGapNs && gap < looked;
+    looked = now;
+    uint64_t sleep_ns;
+    bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it
+    bool armed = false;
+    std::unique_lock lock(mu_, std::defer_lock);
+    if (polling) {
+      // Application threads drive the engine. Stay off the lock and the CPU; nobody rings us.
+      sleep_ns = std::clamp((now - gap) / 4, kPollingMinNapNs, kPollingMaxNapNs);
+    } else if (!lock.try_lock()) {
+      sleep_ns = kPollingMinNapNs;  // an application thread is inside a verb, running the pass
+    } else {
       const uint32_t work = dev_->progress();
-      deadline = dev_->next_deadline();
-      const uint64_t now = clock_.now_ns();
+      const uint64_t deadline = dev_->next_deadline();
+      now = clock_.now_ns();
       if (work || deadline <= now) {
         last_work = now;
         nap = kMinNapNs;
         continue;
       }
-      if (now - last_work < kSpinNs) continue;
-      if (dpdk_ && rx_fd < 0 && now + nap < deadline) {
-        deadline = now + nap;
+      if (now - last_work < kSpinNs || since_app < kSpinNs) continue;
+      if (blind && now + nap < deadline) {
+        sleep_ns = nap;
         nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);
-        napping = true;
+        backoff = true;
+      } else {
+        sleep_ns = deadline == kNever ? Sleeper::kForever : deadline - now;
       }
-      if (rx_fd >= 0) dpdk_->enable_rx_interrupt();
-      // Published under the lock: a verb that leaves earlier work behind sees it and wakes us.
-      sleeping_until_.store(deadline, std::memory_order_relaxed);
+      if (rx_fd >= 0) armed = dpdk_->enable_rx_interrupt();
+      // Published under the lock: a verb that leaves earlier work behind sees it and rings the doorbell.
+      sleeping_until_.store(sleep_ns == Sleeper::kForever ? kNever : now + sleep_ns,
+                            std::memory_order_relaxed);
+      lock.unlock();
     }
-    pollfd pfd[2] = {{wake_fd_, POLLIN, 0}, {rx_fd, POLLIN, 0}};
-    timespec ts{};
-    timespec* tsp = nullptr;
-    if (deadline != kNever) {
-      const uint64_t now = clock_.now_ns();
-      const uint64_t dt = deadline > now ? deadline - now : 0;
-      ts.tv_sec = static_cast<time_t>(dt / 1'000'000'000);
-      ts.tv_nsec = static_cast<long>(dt % 1'000'000'000);
-      tsp = &ts;
-    }
-    if (ppoll(pfd, rx_fd >= 0 ? 2 : 1, tsp, nullptr) > 0 && (pfd[0].revents & POLLIN)) {
-      uint64_t v;
-      (void)!read(wake_fd_, &v, sizeof(v));
-    }
-    {
-      std::lock_guard lock(mu_);
+    sleeping_.store(true, std::memory_order_relaxed);
+    const unsigned fired = sleeper_->wait(sleep_ns, armed ? rx_fd : -1);
+    sleeping_.store(false, std::memory_order_relaxed);
+    if (sleeping_until_.load(std::memory_order_relaxed) || armed) {
+      std::lock_guard relock(mu_);
       sleeping_until_.store(0, std::memory_order_relaxed);
-      if (rx_fd >= 0) dpdk_->disable_rx_interrupt();
+      if (armed) dpdk_->disable_rx_interrupt();
     }
-    if (napping && !(pfd[0].revents || pfd[1].revents)) continue;  // nothing woke us: keep backing off
+    if (polling) continue;
+    if (backoff && !fired) continue;  // nothing woke us: keep backing off
     last_work = clock_.now_ns();
   }
 }

@@ -3,10 +3,20 @@
 // ibv_context opened on the device shares it, as contexts share one RNIC: QP numbers are unique device-wide,
 // and a QP may talk to another context's QP (or its own device) through the device's internal loopback.
 //
-// Progress is adaptive (DESIGN.md): every verb that holds the lock runs a progress pass inline, so a polling
-// application drives its own traffic with no thread hand-off. The progress thread covers one-sided targets
-// and timers: it runs a pass when woken (frames arrived, a deadline passed), spins briefly while there is
-// work, then sleeps on its eventfd until the next deadline. An idle context costs no CPU.
+// Progress is adaptive (DESIGN.md). The datapath verbs (poll_cq, post_send, post_recv, the ibv_cq_ex and
+// ibv_wr_* calls) stamp when an application thread enters and leaves them; poll_cq and post_send run a
+// progress pass inline (poll_cq only if the lock is free), so a polling application drives its own traffic
+// with no thread hand-off. The progress thread reads the stamps and is in one of two modes (see run()):
+//   polling  application threads came back within kAppGapNs every time since the thread last looked: they
+//            drive; the thread stays off the lock and the CPU, looking again after a nap that grows with
+//            how long they have polled (10 us to 250 us);
+//   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
+//            peer's WRITE, an application gone to sleep): the thread runs the passes, spins kSpinNs after
+//            the last work or the last application call, then naps from 20 us doubling to 1 ms (20 ms
+//            after a second of idleness). req_notify_cq rings it at once: the application is about to block.
+// So a busy process runs one spinning thread, not two, except while an application spins on memory.
+// Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt where the
+// PMD has one (not memif in DPDK 22.11, hence the naps), and the next deadline. An idle context costs ~0%.
 #pragma once
 
 #include <atomic>
@@ -26,6 +36,8 @@ class DpdkPort;
 }
 
 namespace uroce::provider {
+
+class Sleeper;
 
 struct EngineConfig {
   DeviceConfig device;
@@ -55,6 +67,35 @@ class Engine {
 
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();
+  // Wakes the progress thread if it sleeps at all: the application is about to block (req_notify_cq) and
+  // will not drive the engine until its completion arrives.
+  void wake_if_sleeping() {
+    if (sleeping_.load(std::memory_order_relaxed)) wake();
+  }
+  // An application thread entered a datapath verb: it drives the engine, so the progress thread backs off.
+  // A gap longer than kAppGapNs since the previous entry (the application spun on memory, computed, slept)
+  // is stamped too: the progress thread counts an application as polling only while it sees no gaps.
+  void app_enter() {
+    const uint64_t now = clock_.now_ns();
+    if (now - app_last_ns_.load(std::memory_order_relaxed) > kAppGapNs)
+      app_gap_ns_.store(now, std::memory_order_relaxed);
+    app_last_ns_.store(now, std::memory_order_relaxed);
+  }
+  // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
+  // large message may spend tens of microseconds inside).
+  void app_leave() { app_last_ns_.store(clock_.now_ns(), std::memory_order_relaxed); }
+  static constexpr uint64_t kAppGapNs = 3'000;
+  // Scope of one datapath verb call.
+  class AppCall {
+   public:
+    explicit AppCall(Engine& e) : e_(e) { e_.app_enter(); }
+    ~AppCall() { e_.app_leave(); }
+    AppCall(const AppCall&) = delete;
+    AppCall& operator=(const AppCall&) = delete;
+
+   private:
+    Engine& e_;
+  };
 
   // The engine of `ibdev` in this process, created on first use; the last release destroys it.
   static std::shared_ptr<Engine> acquire(const std::string& ibdev, std::string* err);
@@ -80,6 +121,10 @@ class Engine {
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
+  std::atomic<bool> sleeping_{false};        // the progress thread is in its io_uring wait
+  std::atomic<uint64_t> app_last_ns_{0};  // when an application thread last entered or left a datapath verb
+  std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
+  std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;           // between dev_ and port_: `uroce capture` (capture.h)
   std::unique_ptr<ControlEndpoint> control_;  // `uroce stats` / `uroce capture` socket (control.h)

@@ -65,8 +65,14 @@ int destroy_cq(ibv_cq* ibv) {
 int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
   Engine& e = engine(ibv->context);
-  std::lock_guard lock(e.mu());
-  e.progress_locked();
+  const Engine::AppCall call(e);
+  // The pass runs only if the lock is free: when the progress thread holds it, it is running that pass now,
+  // and this thread waits for it only to read the CQ.
+  std::unique_lock lock(e.mu(), std::try_to_lock);
+  if (lock.owns_lock())
+    e.progress_locked();
+  else
+    lock.lock();
   Wc buf[32];
   int total = 0;
   while (total < n) {
@@ -80,8 +86,13 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
 
 int req_notify_cq(ibv_cq* ibv, int solicited_only) {
   Engine& e = engine(ibv->context);
-  std::lock_guard lock(e.mu());
-  ucq(ibv)->cq->arm(solicited_only != 0);
+  {
+    std::lock_guard lock(e.mu());
+    ucq(ibv)->cq->arm(solicited_only != 0);
+  }
+  // The application is about to block until a completion arrives and will drive nothing meanwhile: the
+  // progress thread, perhaps backed off because this thread was polling, must take over now.
+  e.wake_if_sleeping();
   return 0;
 }
 
@@ -100,6 +111,7 @@ UCq* from_ex(ibv_cq_ex* cq) { return reinterpret_cast<UCq*>(cq); }
 int next_poll(ibv_cq_ex* cq) {
   UCq* q = from_ex(cq);
   Engine& e = engine(cq->context);
+  const Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   if (q->cq->poll(1, &q->cur) == 0) {
     e.progress_locked();

@@ -225,6 +225,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   Engine& e = engine(ibv->context);
   Qp* qp = uqp(ibv)->qp;
   const bool ud = ibv->qp_type == IBV_QPT_UD;
+  const Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   for (; wr; wr = wr->next) {
@@ -252,6 +253,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
 int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Engine& e = engine(ibv->context);
   Qp* qp = uqp(ibv)->qp;
+  const Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   for (; wr; wr = wr->next) {
@@ -355,6 +357,7 @@ void fill_qp_ops(verbs_context_ops* ops) {
 
 int post_send_batch(UQp* q, const SendWr* wrs, size_t n, size_t* bad) {
   Engine& e = engine(q->vqp.qp.context);
+  const Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   size_t i = 0;
