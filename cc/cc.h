@@ -68,4 +68,8 @@ using Factory = std::unique_ptr<Algorithm> (*)(const Params& params, uint64_t li
 std::unique_ptr<Algorithm> make(const std::string& name, const Params& params, uint64_t line_rate_bps);
 std::vector<std::string> algorithm_names();
 
+// Parses "key=value,key=value" (UROCE_CC_PARAMS; spaces around items are ignored, an empty text gives no
+// parameters). Throws std::invalid_argument naming the item that is not key=number or a repeated key.
+Params parse_params(const std::string& text);
+
 }  // namespace uroce::cc

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <stdexcept>
 
 #include "cc/cc.h"
@@ -31,6 +32,36 @@ std::unique_ptr<Algorithm> make(const std::string& name, const Params& params, u
   std::string known;
   for (const Entry& e : kAlgorithms) known += std::string(known.empty() ? "" : ", ") + e.name;
   throw std::invalid_argument("unknown congestion control algorithm '" + name + "' (known: " + known + ")");
+}
+
+Params parse_params(const std::string& text) {
+  Params out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
+    if (a == std::string::npos) {
+      if (end == text.size()) break;
+      throw std::invalid_argument("empty item in '" + text + "' (expected key=value,key=value)");
+    }
+    item = item.substr(a, b - a + 1);
+    const size_t eq = item.find('=');
+    std::string key = eq == std::string::npos ? item : item.substr(0, eq);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (eq == std::string::npos || key.empty())
+      throw std::invalid_argument("'" + item + "' is not key=value");
+    const std::string value = item.substr(eq + 1);
+    char* stop = nullptr;
+    const double v = std::strtod(value.c_str(), &stop);
+    const bool blank_tail = stop && std::string(stop).find_first_not_of(" \t") == std::string::npos;
+    if (value.find_first_not_of(" \t") == std::string::npos || !blank_tail)
+      throw std::invalid_argument("parameter '" + key + "': '" + value + "' is not a number");
+    if (!out.emplace(key, v).second) throw std::invalid_argument("parameter '" + key + "' is given twice");
+  }
+  return out;
 }
 
 std::vector<std::string> algorithm_names() {

@@ -70,7 +70,8 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     }
   }
   // A bad algorithm or parameter fails the open here, before any port is set up.
-  if (std::string e = Device::check_config(cfg->device); !e.empty()) return "UROCE_CC / UROCE_CC_PARAMS: " + e;
+  if (std::string e = Device::check_config(cfg->device); !e.empty())
+    return "UROCE_CC / UROCE_CC_PARAMS: " + e;
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
   return "";
 }

@@ -11,23 +11,43 @@ namespace uroce {
 
 wire::MacAddr mac_for_gid(const Gid& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
 
+namespace {
+
+// Takes the notification point's keys out of `p` (what remains is the reaction point's) and returns the CNP
+// interval. Throws std::invalid_argument naming a bad key.
+uint64_t take_np_params(cc::Params* p) {
+  auto it = p->find("min_time_between_cnps");
+  if (it == p->end()) return params::kCnpMinIntervalNs;
+  const double us = it->second;
+  if (!std::isfinite(us) || us < 0 || us > 4.0e9)
+    throw std::invalid_argument("cc parameter 'min_time_between_cnps' = " + std::to_string(us) +
+                                " is out of range [0, 4e9] (microseconds)");
+  p->erase(it);
+  return static_cast<uint64_t>(std::llround(us * 1000));
+}
+
+}  // namespace
+
 Device::Device(DeviceConfig config, PacketIo* io, const Clock* clock)
     : cfg_(std::move(config)),
       io_(io),
       clock_(clock),
       rp_params_(cfg_.cc_params),
-      cnp_interval_ns_(params::kCnpMinIntervalNs),
+      cnp_interval_ns_(take_np_params(&rp_params_)),
       next_qpn_(params::kFirstQpn) {
-  if (auto it = rp_params_.find("min_time_between_cnps"); it != rp_params_.end()) {
-    const double us = it->second;
-    if (!std::isfinite(us) || us < 0 || us > 4.0e9)
-      throw std::invalid_argument("cc parameter 'min_time_between_cnps' = " + std::to_string(us) +
-                                  " is out of range [0, 4e9] (microseconds)");
-    cnp_interval_ns_ = static_cast<uint64_t>(std::llround(us * 1000));
-    rp_params_.erase(it);
-  }
   // A bad CC name or parameter must fail at device open, naming the key, not at the first QP.
   (void)cc::make(cfg_.cc, rp_params_, cfg_.link_rate_bps);
+}
+
+std::string Device::check_config(const DeviceConfig& config) {
+  try {
+    cc::Params rp = config.cc_params;
+    (void)take_np_params(&rp);
+    (void)cc::make(config.cc, rp, config.link_rate_bps);
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
 }
 
 Device::~Device() {

@@ -48,7 +48,10 @@ wire::MacAddr mac_for_gid(const Gid& gid);
 
 class Device {
  public:
+  // Throws std::invalid_argument naming the bad key for an unknown CC algorithm or parameter.
   Device(DeviceConfig config, PacketIo* io, const Clock* clock);
+  // The same checks without building a device: "" or the message the constructor would throw.
+  static std::string check_config(const DeviceConfig& config);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

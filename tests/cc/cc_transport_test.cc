@@ -285,6 +285,18 @@ void expect_device_error(const std::string& cc, const cc::Params& params, const 
   }
 }
 
+TEST(CcDeviceConfig, CheckConfigSaysWhatTheConstructorWouldThrow) {
+  DeviceConfig c;
+  EXPECT_EQ(Device::check_config(c), "");
+  c.cc = "dcqcn";
+  c.cc_params = {{"min_time_between_cnps", 2}, {"rpg_time_reset", 55}};
+  EXPECT_EQ(Device::check_config(c), "");
+  c.cc_params["rpg_time_rest"] = 55;
+  EXPECT_NE(Device::check_config(c).find("'rpg_time_rest'"), std::string::npos);
+  c.cc_params = {{"min_time_between_cnps", -2}};
+  EXPECT_NE(Device::check_config(c).find("'min_time_between_cnps'"), std::string::npos);
+}
+
 TEST(CcDeviceConfig, ABadParameterFailsDeviceOpenNamingTheKey) {
   expect_device_error("dcqcn", {{"min_time_between_cnps", -1}}, "'min_time_between_cnps'");
   expect_device_error("dcqcn", {{"rpg_ai_rat", 5}}, "'rpg_ai_rat'");
