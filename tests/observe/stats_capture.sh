@@ -94,10 +94,18 @@ print(f"capture: {len(writes)} RDMA WRITE packets (opcodes {ops}), PSN {writes[0
       f"{len(acks)} ACKs, {up}/{len(steps)} PSN steps of +1")
 EOF
 
+# A capture still running when the program ends is completed by the engine, and the tool says so.
+"$uroce" capture --pid $spid --duration 60 -w "$dir/end.pcap" >"$dir/end.txt" 2>&1 &
+tpid=$!
 wait $cpid; crc=$?
 wait $spid; src=$?
 cpid= spid=
 [ $crc = 0 ] && [ $src = 0 ] || fail "ib_write_bw failed (client $crc, server $src)"
+wait $tpid || { cat "$dir/end.txt"; fail "uroce capture failed when its process exited"; }
+cat "$dir/end.txt"
+grep -q "exited; the capture ended with it" "$dir/end.txt" || fail "capture did not notice the process exit"
+n=$(tshark -r "$dir/end.pcap" 2>/dev/null | wc -l)
+[ "$n" -gt 0 ] && grep -q "^$n frames written" "$dir/end.txt" || fail "end.pcap: tshark reads $n frames"
 left=$(ls "$ctl")
 [ -z "$left" ] || fail "control sockets left after exit: $left"
 

@@ -23,6 +23,18 @@ std::atomic<bool> g_interrupted{false};
 
 void on_signal(int) { g_interrupted = true; }
 
+// Records in a pcap file written by the engine (host byte order, as it wrote them); -1 if unreadable.
+long count_records(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return -1;
+  long n = 0;
+  uint32_t rec[4];
+  if (std::fseek(f, 24, SEEK_SET) == 0)
+    while (std::fread(rec, sizeof(rec), 1, f) == 1 && std::fseek(f, rec[2], SEEK_CUR) == 0) ++n;
+  std::fclose(f);
+  return n;
+}
+
 Endpoint pick_endpoint(const CaptureArgs& a) {
   const auto dir = control_dir();
   const auto found = find_endpoints(dir, a.pid, a.dev);
@@ -75,6 +87,7 @@ int cmd_capture(const std::vector<std::string>& args) {
     if (poll(&p, 1, 100) > 0) {
       // The engine never speaks unasked: this is its process exiting (which completes the file).
       std::fprintf(stderr, "uroce capture: %s exited; the capture ended with it\n", describe(ep).c_str());
+      std::printf("%ld frames written to %s\n", count_records(path), path.c_str());
       return 0;
     }
     const json st = c.request({{"cmd", "capture_status"}});
