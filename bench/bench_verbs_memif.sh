@@ -4,8 +4,9 @@
 #   raw memif      bench_memif: throughput at 4096-byte frames (the frames ib_write_bw 64 KiB sends with MTU
 #                  4096) and 64-byte ping-pong round trips, between two DpdkPorts on two pinned threads;
 #   TCP loopback   sockperf ping-pong, 14-byte messages (one-way latency, as sockperf reports it);
-#   uroce          ib_write_bw -s 65536, ib_write_lat -s 2, ib_send_lat -s 2 under `uroce run`, each side its
-#                  own process with its own device, joined by memif (as tests/integration/memif_pair.sh).
+#   uroce          ib_write_bw -s 65536, ib_read_bw -s 65536, ib_write_lat -s 2, ib_send_lat -s 2 under
+#                  `uroce run`, each side its own process with its own device, joined by memif (as
+#                  tests/integration/memif_pair.sh). ib_read_bw has no target; it is reported beside the rest.
 # perftest and sockperf report one-way latency (round trip / 2), so the memif figure they are set beside is
 # half its round trip. Every uroce figure is the median of REPS runs (env REPS, default 3).
 # Targets: bandwidth >= 0.6 x raw memif; median latency <= 2 x raw memif one-way and below TCP loopback.
@@ -18,7 +19,7 @@ reps=${REPS:-3}
 for f in "$uroce" "$bench_memif"; do
   [ -x "$f" ] || { echo "bench_verbs_memif: $f not built (cmake --build $build --target uroce uroce_provider uroce_preload bench_memif)" >&2; exit 2; }
 done
-for t in ib_write_bw ib_write_lat ib_send_lat sockperf; do
+for t in ib_write_bw ib_read_bw ib_write_lat ib_send_lat sockperf; do
   command -v $t >/dev/null || { echo "bench_verbs_memif: $t not installed (scripts/install-deps.sh)" >&2; exit 2; }
 done
 [ "$(stat -c '%F %t:%T' /dev/infiniband/uroce_verbs0 2>/dev/null)" = "character special file 1:7" ] ||
@@ -68,11 +69,14 @@ echo "sockperf TCP loopback ping-pong, 14 B: one-way median ${tcp_med:-?} us, p9
 
 echo
 echo "== uroce over a memif pair: perftest, median of $reps runs each"
-: >"$dir/bw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99"
+: >"$dir/bw" >"$dir/rbw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99"
 for r in $(seq "$reps"); do
   line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
   echo "ib_write_bw  64 KiB run $r: $line"
   echo "$line" | awk '{print $4}' >>"$dir/bw"
+  line=$(pair ib_read_bw -d uroce0 -x 0 -F -s 65536 -D 2 --report_gbits)
+  echo "ib_read_bw   64 KiB run $r: $line"
+  echo "$line" | awk '{print $4}' >>"$dir/rbw"
   for t in write send; do
     line=$(pair ib_${t}_lat -d uroce0 -x 0 -F -s 2 -n 10000)
     echo "ib_${t}_lat 2 B    run $r: $line"
@@ -81,6 +85,7 @@ for r in $(seq "$reps"); do
   done
 done
 bw=$(median <"$dir/bw")
+rbw=$(median <"$dir/rbw")
 wl=$(median <"$dir/wl")
 wl99=$(median <"$dir/wl99")
 sl=$(median <"$dir/sl")
@@ -92,24 +97,24 @@ ok=0
 verdict() { if awk "BEGIN {exit !($1)}"; then echo "met"; else ok=1; echo "NOT met"; fi; }
 
 echo
-echo "== summary (one-way latency in us: perftest typical / sockperf median; memif = round trip / 2)"
-printf "%-34s %12s %12s %-26s %s\n" "measure" "uroce" "baseline" "ratio" "target"
+echo "== summary (latency is one-way, in us: perftest typical / sockperf median; raw memif = round trip / 2)"
+row() { printf "%-40s %10s %10s %8s  %s\n" "$@"; }
+row "measure" "uroce" "baseline" "ratio" "target"
 bw_ratio=$(calc "$bw / $memif_gbps")
-printf "%-34s %9s Gb/s %7s Gb/s %-26s %s\n" "ib_write_bw 64 KiB vs raw memif 4 KiB" "$bw" "$memif_gbps" \
-  "$bw_ratio x" ">= 0.60 x: $(verdict "$bw_ratio >= 0.6")"
+row "ib_write_bw 64 KiB Gb/s vs raw memif" "$bw" "$memif_gbps" "$bw_ratio" ">= 0.60: $(verdict "$bw_ratio >= 0.6")"
+row "ib_read_bw 64 KiB Gb/s vs raw memif" "$rbw" "$memif_gbps" "$(calc "$rbw / $memif_gbps")" "(no target)"
 for t in write send; do
   med=$([ $t = write ] && echo "$wl" || echo "$sl")
   p99=$([ $t = write ] && echo "$wl99" || echo "$sl99")
   r=$(calc "$med / $memif_ow")
-  printf "%-34s %9s us %9s us %-26s %s\n" "ib_${t}_lat 2 B median vs memif" "$med" "$memif_ow" "$r x" \
-    "<= 2 x: $(verdict "$r <= 2")"
-  printf "%-34s %9s us %9s us %-26s %s\n" "ib_${t}_lat 2 B median vs TCP lo" "$med" "$tcp_med" \
-    "$(calc "$med / $tcp_med") x" "< 1 x: $(verdict "$med < $tcp_med")"
-  printf "%-34s %9s us %9s us %-26s %s\n" "ib_${t}_lat 2 B p99 (memif | TCP)" "$p99" "$memif_ow99" \
-    "TCP p99 $tcp_p99 us" "(reported)"
+  row "ib_${t}_lat 2 B median vs raw memif" "$med" "$memif_ow" "$r" "<= 2: $(verdict "$r <= 2")"
+  row "ib_${t}_lat 2 B median vs TCP loopback" "$med" "$tcp_med" "$(calc "$med / $tcp_med")" \
+    "< 1: $(verdict "$med < $tcp_med")"
+  row "ib_${t}_lat 2 B p99 vs raw memif p99" "$p99" "$memif_ow99" "$(calc "$p99 / $memif_ow99")" "(no target)"
+  row "ib_${t}_lat 2 B p99 vs TCP loopback p99" "$p99" "$tcp_p99" "$(calc "$p99 / $tcp_p99")" "(no target)"
 done
 echo
-echo "summary: ib_write_bw ${bw} Gb/s = ${bw_ratio}x raw memif (${memif_gbps} Gb/s);" \
+echo "summary: ib_write_bw ${bw} Gb/s = ${bw_ratio}x raw memif (${memif_gbps} Gb/s), ib_read_bw ${rbw} Gb/s;" \
   "ib_write_lat ${wl}/${wl99} us, ib_send_lat ${sl}/${sl99} us (median/p99) vs raw memif one-way" \
   "${memif_ow}/${memif_ow99} us and TCP loopback ${tcp_med}/${tcp_p99} us"
 exit $ok

@@ -5,7 +5,8 @@
 #   2. verbs programs move data over uroce (RC/UC/UD, READ, atomics, SRQ) through the system's libibverbs;
 #   3. the wire layer's cost next to memcpy and zlib, measured in the same run;
 #   4. RC goodput against packet loss in the deterministic simulator.
-#   5. unmodified perftest between two processes over a DPDK memif pair, beside raw memif and TCP loopback.
+#   5. unmodified perftest between two processes over a DPDK memif pair, beside raw memif and TCP loopback
+#      (bench/bench_verbs_memif.sh: ratios and targets).
 # The uroced host switch and congestion control are not built yet: the script says so at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,29 +37,9 @@ echo
 echo "== 4. Simulated RC goodput vs loss (100 Gb/s, 4 KiB MTU, go-back-N)"
 build/release/bench/bench_goodput 200
 
-pair() {  # pair PORT TOOL ARGS...: server and client in two processes joined by a memif pair
-  local port=$1 dir
-  shift
-  dir=$(mktemp -d)
-  UROCE_PORT="memif:socket=$dir/m.sock,role=server" "$uroce" run --ip 127.1.0.1 -- "$@" -p "$port" >"$dir/s" 2>&1 &
-  for _ in $(seq 50); do [ -S "$dir/m.sock" ] && break; sleep 0.1; done
-  sleep 0.3
-  UROCE_PORT="memif:socket=$dir/m.sock,role=client" "$uroce" run --ip 127.1.0.2 -- "$@" -p "$port" 127.0.0.1 \
-    2>&1 | sed -n '/#bytes/,$p' | grep -v '^-'
-  wait
-  rm -rf "$dir"
-}
-
 echo
-echo "== 5. Two processes over a DPDK memif pair: unmodified perftest"
-pair 18650 ib_write_bw -d uroce0 -x 0 -F -s 65536 -n 5000
-pair 18651 ib_send_lat -d uroce0 -x 0 -F -s 2 -n 5000
-pair 18652 ib_read_lat -d uroce0 -x 0 -F -s 2 -n 2000
-
-echo
-echo "== 6. Baselines in the same run: raw memif between two DPDK ports, and TCP loopback"
-build/release/bench/bench_memif 2>/dev/null | tail -1
-
+echo "== 5. Two processes over a DPDK memif pair: unmodified perftest beside raw memif and TCP loopback (same run)"
+bash bench/bench_verbs_memif.sh build/release || true  # prints which targets are met; a miss is not a failure
 echo
 echo "== Not built yet"
 echo "The uroced host switch (so: direct memif pairs only), verbs programs over af_packet/veth, uroce stats and"
