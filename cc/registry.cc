@@ -1,13 +1,24 @@
+// The algorithms uroce knows, by the name UROCE_CC (DeviceConfig::cc) selects. Adding one: a file in cc/
+// defining its factory (cc/CMakeLists.txt compiles every cc/*.cc) and one line here. docs/cc.md walks
+// through cc/example_aimd.cc.
 #include <cstdlib>
 #include <stdexcept>
 
 #include "cc/cc.h"
-#include "cc/dcqcn.h"
-#include "cc/hpcc.h"
-#include "cc/none.h"
-#include "cc/timely.h"
+
+// One line per algorithm: its name and its factory, a Factory defined in the algorithm's file.
+#define UROCE_CC_ALGORITHMS(X) \
+  X("none", make_none)         \
+  X("dcqcn", make_dcqcn)       \
+  X("hpcc", make_hpcc)         \
+  X("timely", make_timely)     \
+  X("example_aimd", make_example_aimd)
 
 namespace uroce::cc {
+
+#define X(name, factory) std::unique_ptr<Algorithm> factory(const Params& params, uint64_t line_rate_bps);
+UROCE_CC_ALGORITHMS(X)
+#undef X
 
 namespace {
 
@@ -16,12 +27,10 @@ struct Entry {
   Factory make;
 };
 
-// One line per algorithm.
 constexpr Entry kAlgorithms[] = {
-    {"none", make_none},
-    {"dcqcn", make_dcqcn},
-    {"hpcc", make_hpcc},
-    {"timely", make_timely},
+#define X(name, factory) {name, factory},
+    UROCE_CC_ALGORITHMS(X)
+#undef X
 };
 
 }  // namespace
