@@ -217,7 +217,10 @@ bool Qp::req_send_packet(SendWqe& w) {
       // SE belongs to the packet that completes a receive: SEND or WRITE with immediate (IBA 9.2, BTH).
       h.bth.se = (w.flags & kSendSolicited) && (!is_write(w.opcode) || has_imm(w.opcode));
     }
-    h.bth.ackreq = type() == QpType::kRc && (last || ++pkts_since_ackreq_ >= params::kAckReqEvery);
+    // A CC window about to fill asks for the ACK that reopens it (else the QP stalls until the retry timer).
+    h.bth.ackreq =
+        type() == QpType::kRc && (last || ++pkts_since_ackreq_ >= params::kAckReqEvery ||
+                                  (cc_->window_bytes && inflight_bytes_ + len >= cc_->window_bytes));
     if (h.bth.ackreq) pkts_since_ackreq_ = 0;
   }
 
@@ -232,8 +235,6 @@ bool Qp::req_send_packet(SendWqe& w) {
   // A READ request reserves the PSNs of all its responses.
   const uint32_t end = w.opcode == WrOpcode::kRdmaRead ? psn_add(w.first_psn, w.npkts) : psn_add(psn, 1);
   if (psn_diff(end, psn_hw_) > 0) psn_hw_ = end;
-  cc_->on_tx(dev_->now(), len);
-  cc_account();
 
   if (type() == QpType::kRc) {
     inflight_bytes_ += len;
