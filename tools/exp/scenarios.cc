@@ -71,6 +71,8 @@ Common common(RunOptions& o, const std::string& default_cc, sim::FabricConfig fa
                                  {"rate_reduce_monitor_period", 10}})
       c.host.cc_params.emplace(key, v);
   }
+  // HPCC's additive step (bytes per update); without it a flow never grows its window back after a cut.
+  if (c.host.cc == "hpcc") c.host.cc_params.emplace("w_ai", 500);
   c.host.rate_bps = c.link.rate_bps;
   c.msg_bytes = kb(k, "msg_kb", 256 * 1024);
   if (c.msg_bytes == 0 || c.msg_bytes > (64u << 20)) throw std::invalid_argument("key 'msg_kb': 1..65536");
