@@ -90,6 +90,40 @@ class Experiment::Sampler final : public sim::SimNode {
   uint64_t next_q_ = 0, next_r_ = 0;
 };
 
+namespace {
+
+class PfcStorm final : public sim::SimNode {
+ public:
+  PfcStorm(sim::SimNetwork& net, sim::SimPort& port, uint8_t prio, uint64_t start, uint64_t period)
+      : net_(net), port_(port), prio_(prio), next_(start), period_(period) {}
+  void poll() override {
+    if (net_.now_ns() < next_) return;
+    PktBuf* b;
+    if (port_.alloc_burst(&b, 1) == 1) {
+      sim::PfcFrame p;
+      p.enable = static_cast<uint8_t>(1u << prio_);
+      p.quanta[prio_] = 0xFFFF;
+      b->len = sim::build_pfc(b->data, port_.mac(), p);
+      if (port_.tx_burst(&b, 1) != 1) port_.free_burst(&b, 1);
+    }
+    next_ += period_;
+  }
+  uint64_t next_deadline_ns() const override { return next_; }
+
+ private:
+  sim::SimNetwork& net_;
+  sim::SimPort& port_;
+  uint8_t prio_;
+  uint64_t next_, period_;
+};
+
+}  // namespace
+
+void Experiment::add_pfc_storm(uint32_t host, uint8_t prio, uint64_t start_ns, uint64_t period_ns) {
+  extra_nodes_.push_back(std::make_unique<PfcStorm>(net_, port(host), prio, start_ns, period_ns));
+  net_.add_node(*extra_nodes_.back(), {});
+}
+
 Experiment::Experiment(uint64_t seed) : net_(seed) {}
 Experiment::~Experiment() = default;
 

@@ -70,10 +70,13 @@ class Experiment {
   // Wires a flow's QP pair; call after the topology is complete.
   uint32_t add_flow(const FlowSpec& spec);
   void watch(const std::string& name, sim::SimSwitch& sw, uint32_t port);
+  // A faulty NIC: from `start_ns` on, host `host` sends a PFC XOFF (max quanta) for `prio` every
+  // `period_ns`, whether or not it is congested (a PFC storm).
+  void add_pfc_storm(uint32_t host, uint8_t prio, uint64_t start_ns, uint64_t period_ns);
 
   // Runs for `duration_ns` of virtual time (or until every flow is finite and done), sampling queues every
   // `sample_ns` and rates every `rate_ns`. The summary's window is the last 80% of the run.
-  Summary run(uint64_t duration_ns, uint64_t sample_ns = 1000, uint64_t rate_ns = 10'000);
+  Summary run(uint64_t duration_ns, uint64_t sample_ns = 1000, uint64_t rate_ns = 50'000);
 
   // Time series, available after run().
   struct RateRow {
@@ -116,6 +119,7 @@ class Experiment {
   std::vector<std::unique_ptr<Flow>> flows_;
   std::vector<Watch> watches_;
   std::unique_ptr<Sampler> sampler_;
+  std::vector<std::unique_ptr<sim::SimNode>> extra_nodes_;
   std::vector<RateRow> rates_;
   std::vector<QueueRow> queues_;
   std::vector<uint64_t> last_rx_;

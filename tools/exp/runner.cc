@@ -57,7 +57,8 @@ bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") =
 
 void plot(const std::string& dir, const std::string& title, size_t flows, size_t watches) {
   std::ofstream gp(dir + "/plot.gp");
-  gp << "set terminal pngcairo size 900,500 font ',10'\nset datafile separator ','\nset key outside right\n"
+  gp << "set terminal pngcairo noenhanced size 900,500 font ',10'\nset datafile separator ','\nset key "
+        "outside right\n"
         "set grid\nset xlabel 'time (us)'\n";
   const size_t shown = std::min<size_t>(flows, 16);
   gp << "set output '" << dir << "/rates.png'\nset title '" << title << ": per-flow receive rate'\n"

@@ -219,6 +219,26 @@ std::vector<Variant> credit_vs_pfc(RunOptions& o) {
   return {incast_variant("pfc", n, pfc), incast_variant("credit", n, credit)};
 }
 
+// Hosts: 0 = the faulty NIC X, 1 = a victim receiver V, 2 and 3 senders. Flows: 2 -> X, 2 -> V, 3 -> V.
+std::vector<Variant> pfc_storm(RunOptions& o) {
+  const uint64_t at =
+      static_cast<uint64_t>(o.knobs.num("storm_at_us", static_cast<double>(o.duration_ns * 2 / 5 / kUs))) *
+      kUs;
+  const Common c = common(o, "dcqcn", default_fabric());
+  auto build = [c, at](bool storm) {
+    return [c, at, storm](Experiment& e) {
+      sim::SimSwitch& sw = build_star(e, 4, c.host, c.fabric, c.link);
+      e.add_flow(long_flow(2, 0, c));
+      e.add_flow(long_flow(2, 1, c));
+      e.add_flow(long_flow(3, 1, c));
+      if (storm) e.add_pfc_storm(0, 3, at, 100 * kUs);
+      e.watch("to_X", sw, 0);
+      e.watch("to_V", sw, 1);
+    };
+  };
+  return {Variant{"healthy", build(false)}, Variant{"storm", build(true)}};
+}
+
 std::vector<Variant> hpcc_incast(RunOptions& o) {
   const uint32_t n = count(o.knobs, "n", 16, 2, 64);
   sim::FabricConfig f = default_fabric();
@@ -339,6 +359,14 @@ const std::vector<Scenario>& scenarios() {
        "in 64-byte blocks that the receiver returns as its buffer drains). Both lose nothing; credits need "
        "no pause frames and no headroom and bound each ingress to its advertised buffer.",
        3 * kMs, credit_vs_pfc},
+      {"pfc-storm",
+       "A NIC gone bad keeps sending PFC XOFF frames (from storm_at_us on, every 100 us). Its switch port "
+       "stops "
+       "sending to it; frames for it pile up and hold the buffer of the ingress they came from, which pauses "
+       "that sender, so its flow to a healthy receiver V stops too (flow 1), while another sender keeps V's "
+       "link. Compare total and per-flow throughput with the healthy run: PFC spreads one fault to innocent "
+       "flows.",
+       3 * kMs, pfc_storm},
       {"hpcc-incast",
        "N:1 incast (default 16) with HPCC: switches stamp INT (timestamp, bytes sent, queue length, line "
        "rate) on data packets, the receiver echoes it in ACKs and the sender sets its window from the "
