@@ -298,8 +298,10 @@ bool Qp::has_tx_work() const { return jobs_count_ || req_ready(); }
 uint64_t Qp::next_timer() const { return std::min(retry_deadline_, cc_->next_timer_ns()); }
 
 uint64_t Qp::next_tx_time() const {
-  if (jobs_count_) return 0;
-  return req_ready() ? std::max(rnr_until_, pace_next_ns_) : kNever;
+  uint64_t t = kNever;
+  if (jobs_count_) t = jobs_[jobs_head_].kind == RespJob::kRead ? pace_next_ns_ : 0;
+  if (req_ready()) t = std::min(t, std::max(rnr_until_, pace_next_ns_));
+  return t;
 }
 
 void Qp::resp_read(const ParsedPacket& pkt) {
@@ -416,6 +418,9 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
   uint32_t sent = 0;
   while (sent < budget && jobs_count_) {
     RespJob& job = jobs_[jobs_head_];
+    // READ responses are data: they wait for the pacer (CC rate, QP rate limit). What queues behind them
+    // waits too: responses leave in PSN order.
+    if (job.kind == RespJob::kRead && dev_->now() < pace_next_ns_) break;
     if (!resp_send_job(job)) break;
     ++sent;
     const bool done = job.kind != RespJob::kRead || job.left == 0;

@@ -22,6 +22,10 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   const uint64_t now = dev_->now();
   cnt_.tx_packets++;
   cnt_.tx_bytes += buf->len;
+  if (paced) {  // data: requests and READ responses
+    cc_->on_tx(now, len);
+    cc_account();
+  }
   if (paced && cc_->rate_bps) {
     const uint64_t wire_ns = static_cast<uint64_t>(buf->len) * 8'000'000'000ull / cc_->rate_bps;
     pace_next_ns_ = std::max(pace_next_ns_, now) + wire_ns;

@@ -261,6 +261,22 @@ TEST(CcNotificationPoint, MinTimeBetweenCnpsIsAPerDeviceSettingAppliedPerQp) {
   EXPECT_EQ(env.dev->counters()[Counter::kEcnMarked], 4u);
 }
 
+TEST(CcNotificationPoint, ACeMarkedReadResponseSlowsTheResponder) {
+  ProtoEnv env;
+  env.unlimited_credits();
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 8192, 100, 1, 0x10000, 7), 0);
+  ASSERT_EQ(env.run().size(), 1u);
+  PacketHeaders h = env.peer_headers(op::kRcReadRespOnly, env.opt.sq_psn);
+  h.aeth = {aeth_syndrome(AethKind::kAck, 31), 1};
+  h.ip.tclass = static_cast<uint8_t>(Ecn::kCe);
+  env.inject(h, pattern(100, 3));
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(cnps(f), 1u);
+  EXPECT_EQ(f[0].h.bth.dqpn, env.opt.peer_qpn) << "the READ's data came from the peer's QP";
+  EXPECT_EQ(env.qp->counters().ecn_marked, 1u);
+  ASSERT_EQ(env.poll().size(), 1u) << "the response is placed as usual";
+}
+
 TEST(CcNotificationPoint, DefaultIntervalIsTheConnectXDefault) {
   ProtoEnv env;
   EXPECT_EQ(env.dev->cnp_interval_ns(), 4'000u);
@@ -302,6 +318,32 @@ TEST(CcDeviceConfig, ABadParameterFailsDeviceOpenNamingTheKey) {
   expect_device_error("dcqcn", {{"rpg_ai_rat", 5}}, "'rpg_ai_rat'");
   expect_device_error("none", {{"rpg_ai_rate", 5}}, "'rpg_ai_rate'");
   expect_device_error("dcqnc", {}, "'dcqnc'");
+}
+
+TEST(CcDcqcnOnTheWire, ReadResponsesAreEctPacedAndCountedByTheByteCounter) {
+  ProtoOptions o;
+  o.cc = "dcqcn";
+  o.cc_params = {{"rpg_byte_reset", 1000}};
+  ProtoEnv env(o);
+  PacketHeaders cnp = env.peer_headers(op::kCnp, 0);
+  cnp.bth.resv8a = 0x40;
+  cnp.bth.migreq = false;
+  env.inject(cnp);
+  env.run();
+  auto* d = static_cast<cc::Dcqcn*>(env.qp->cc());
+  ASSERT_EQ(d->rate_bps, 50'048'828'125u);
+  PacketHeaders h = env.peer_headers(op::kRcReadRequest, env.opt.rq_psn);
+  h.reth = {env.addr(0), env.mr->rkey, 3000};
+  env.inject(h);
+  std::vector<Emitted> f = env.run();  // paced: the first response now, the rest as the clock moves
+  for (int i = 0; i < 10 && f.size() < 3; ++i) {
+    const std::vector<Emitted> more = env.next();
+    f.insert(f.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(f.size(), 3u);
+  for (const Emitted& e : f) EXPECT_EQ(e.h.ip.tclass & 3, static_cast<int>(Ecn::kEct0));
+  EXPECT_GT(f[1].time_ns, f[0].time_ns) << "paced at the cut rate";
+  EXPECT_EQ(d->byte_stage(), 3u) << "3000 bytes of responses, a byte-counter event per 1000";
 }
 
 TEST(CcDcqcnOnTheWire, DataIsEctAndACnpCutsTheRateAndIsCounted) {
