@@ -21,6 +21,9 @@ commands:
   capture [--pid PID] [--dev NAME] -w FILE.pcap [-c COUNT] [--duration SECONDS] [-s SNAPLEN]
                                 make a running device write a pcap of the frames it sends and
                                 receives, until COUNT frames, SECONDS or Ctrl-C
+  exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value...]
+                                run a congestion-control scenario in the simulator: CSVs, PNGs,
+                                summary (exp --list describes the scenarios; docs/cc-results.md)
   help                          show this text
 
 options:
