@@ -15,7 +15,10 @@
 // Defaults: eta 0.95 and maxStage 5 are the paper's (section 5.1). W_AI follows the paper's guidance of a
 // small step, (1 - eta) * BDP / N for N = 100 concurrent flows: at 100 Gb/s and T = 10 us that is 62.5 B per
 // RTT, i.e. 50 Mb/s. T has no universal default: set base_rtt to the fabric's base RTT.
-// The window stays within [W_AI, line rate * T]; the rate within (0, line rate].
+// The window stays within [w_min, line rate * T] and the rate within [w_min / T, line rate]. The paper sets
+// no floor; without one a cut to a few bytes paces the next full-size packet milliseconds later (the rate is
+// W/T), so each increase round takes that long. w_min defaults to one 4096-byte packet (uroce's default MTU)
+// per T.
 //
 // ecn_capable is true although HPCC ignores CNPs: a fabric that ECN-marks then marks HPCC's packets instead
 // of dropping them (RED drops non-ECT packets above its thresholds), and the CNPs are only counted.
@@ -37,6 +40,7 @@ HpccConfig HpccConfig::parse(const Params& params, uint64_t line_rate_bps) {
   const double bdp = static_cast<double>(line_rate_bps) / 8e9 * static_cast<double>(c.base_rtt_ns);
   c.w_ai = r.get("w_ai", 0, 0, bdp);
   if (c.w_ai == 0) c.w_ai = (1 - c.eta) * bdp / 100;
+  c.w_min = std::min(r.get("w_min", 4096, 1, 1e9), bdp);
   r.finish();
   return c;
 }
@@ -114,7 +118,7 @@ void Hpcc::compute_window(double u, bool update_wc) {
     w = wc_ + cfg_.w_ai;
     if (update_wc) ++stage_;
   }
-  w_ = std::clamp(w, std::max(cfg_.w_ai, 1.0), w_init_);
+  w_ = std::clamp(w, cfg_.w_min, w_init_);
   if (update_wc) wc_ = w_;
 }
 

@@ -18,8 +18,10 @@ struct HpccConfig {
   double eta = 0.95;              // target utilisation
   uint32_t max_stage = 5;         // additive-increase rounds before a multiplicative increase
   double w_ai = 0;                // additive step in bytes (w_ai); 0 in the parameter: (1 - eta) * BDP / 100
+  double w_min = 4096;            // smallest window in bytes (w_min): one 4096-byte-MTU packet per T
 
-  // Parameters: base_rtt (us), eta, max_stage, w_ai (bytes). Throws std::invalid_argument naming the key.
+  // Parameters: base_rtt (us), eta, max_stage, w_ai, w_min (bytes). Throws std::invalid_argument naming the
+  // key.
   static HpccConfig parse(const Params& params, uint64_t line_rate_bps);
 };
 

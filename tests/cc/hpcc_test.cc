@@ -37,6 +37,7 @@ TEST(Hpcc, Defaults) {
   EXPECT_DOUBLE_EQ(c.eta, 0.95);
   EXPECT_EQ(c.max_stage, 5u);
   EXPECT_NEAR(c.w_ai, kWai, 1e-9);
+  EXPECT_DOUBLE_EQ(c.w_min, 4096);
   Hpcc h = make();
   EXPECT_DOUBLE_EQ(h.initial_window(), kWinit);
   EXPECT_EQ(h.window_bytes, 125'000u);
@@ -143,15 +144,19 @@ TEST(Hpcc, AdditiveStagesThenAMultiplicativeIncrease) {
   EXPECT_LT(wc, kWinit);
 }
 
-TEST(Hpcc, TheWindowStaysWithinWaiAndTheInitialWindow) {
+TEST(Hpcc, TheWindowStaysWithinWminAndTheInitialWindow) {
   Hpcc h = make();
   ack(h, one_hop(0, 0, 4'000'000));
   ack(h, one_hop(10'000, 125'000, 4'000'000));  // U = 32 + 1 = 33
-  EXPECT_DOUBLE_EQ(h.window(), kWinit / (33 / 0.95) + kWai);
+  EXPECT_DOUBLE_EQ(h.window(), 4096) << "125'000 / (33 / 0.95) + W_AI = 3'661 is below w_min";
   for (int i = 2; i < 40; ++i) ack(h, one_hop(10'000ull * i, 125'000ull * i, 4'000'000));
-  EXPECT_GE(h.window(), kWai);
-  EXPECT_GE(h.window_bytes, 62u);
-  EXPECT_GT(h.rate_bps, 0u);
+  EXPECT_DOUBLE_EQ(h.window(), 4096) << "w_min";
+  EXPECT_EQ(h.window_bytes, 4096u);
+  EXPECT_EQ(h.rate_bps, 4096u * 8 * 100'000) << "w_min / T";
+  Hpcc small = make({{"base_rtt", 10}, {"w_min", 100}});
+  ack(small, one_hop(0, 0, 4'000'000));
+  for (int i = 1; i < 40; ++i) ack(small, one_hop(10'000ull * i, 125'000ull * i, 4'000'000));
+  EXPECT_DOUBLE_EQ(small.window(), 100);
 }
 
 TEST(Hpcc, AcksWithoutTelemetryChangeNothing) {
