@@ -65,6 +65,14 @@ Mac mac_for_ip(uint32_t ip) {  // the uroce convention (transport mac_for_gid): 
 
 }  // namespace
 
+std::string pmd_counters(const glue::DpdkPort& p) {
+  const auto s = p.stats();
+  return " pmd_rx=" + std::to_string(s.rx_frames) + " pmd_tx=" + std::to_string(s.tx_frames) +
+         " pmd_rx_missed=" + std::to_string(s.rx_missed) + " pmd_rx_nombuf=" + std::to_string(s.rx_nombuf) +
+         " pmd_tx_errors=" + std::to_string(s.tx_errors) +
+         " pool_free=" + std::to_string(p.pool_available()) + "/" + std::to_string(p.pool_size());
+}
+
 uint64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -355,7 +363,8 @@ std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* er
 
 void Daemon::release(size_t idx, const char* why) {
   Lease& l = *leases_[idx];
-  const std::string counters = format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id));
+  const std::string counters =
+      format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id)) + pmd_counters(*l.port);
   sw_.remove_port(l.switch_id);
   l.port.reset();  // tears the memif server down and removes its socket
   close(l.pidfd);
@@ -373,9 +382,7 @@ std::string Daemon::do_stats() const {
   auto line = [&](int id, const std::string& extra, const glue::DpdkPort* p) {
     out += "port=" + sw_.name(id) + extra + " link=" + (p->link_up() ? "up" : "down") + " " +
            format_counters(sw_.counters(id), sw_.config(id));
-    const auto s = p->stats();
-    out += " pmd_rx_missed=" + std::to_string(s.rx_missed) + " pmd_tx_errors=" + std::to_string(s.tx_errors) +
-           "\n";
+    out += pmd_counters(*p) + "\n";
   };
   if (uplink_id_ >= 0) line(uplink_id_, "", uplink_.get());
   for (const auto& l : leases_) line(l->switch_id, " pid=" + std::to_string(l->pid), l->port.get());

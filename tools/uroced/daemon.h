@@ -76,5 +76,7 @@ class Daemon {
 };
 
 uint64_t now_ns();
+// The DPDK port's own counters and pool occupancy, " key=value" each.
+std::string pmd_counters(const glue::DpdkPort& p);
 
 }  // namespace uroce::uroced

@@ -97,7 +97,10 @@ int main(int argc, char** argv) {
   DaemonConfig dc;
   std::string err;
   if (!parse_args(argc, argv, &dc, &err)) {
-    std::fprintf(stderr, "uroced: %s\n\n%s", err.c_str(), usage_text());
+    // The usage text helps with a bad option, not with a bad line in a config file.
+    const bool option =
+        err.rfind("--", 0) == 0 || err.rfind("option", 0) == 0 || err.rfind("unexpected", 0) == 0;
+    std::fprintf(stderr, "uroced: %s\n%s%s", err.c_str(), option ? "\n" : "", option ? usage_text() : "");
     return 2;
   }
   if (dc.action == Action::kHelp) {
