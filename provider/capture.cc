@@ -91,7 +91,7 @@ CaptureRing::CaptureRing(uint32_t slots, uint32_t slot_bytes, uint64_t limit)
   while (n < slots) n <<= 1;
   mask_ = n - 1;
   stride_ = (static_cast<uint32_t>(sizeof(SlotHeader)) + slot_bytes + 63) & ~63u;
-  mem_ = std::make_unique<uint8_t[]>(n * stride_);
+  mem_ = std::make_unique_for_overwrite<uint8_t[]>(n * stride_);  // pages are touched as the ring fills
 }
 
 uint32_t CaptureRing::stage(PktBuf* const* bufs, uint32_t n, uint64_t ts_ns) {
