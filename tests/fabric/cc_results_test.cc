@@ -58,5 +58,14 @@ TEST(CcResultsTest, CreditsAreLosslessWithoutPauseFrames) {
   EXPECT_GT(r[1].summary.utilisation, 0.95);
 }
 
+TEST(CcResultsTest, CyclicRoutesDeadlockUnderPfc) {
+  const auto r = run("pfc-deadlock");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].summary.total_gbps, 0);  // frozen for the whole window, nothing dropped
+  EXPECT_EQ(r[0].summary.drops, 0u);
+  EXPECT_GT(r[0].summary.pause_frames, 0u);
+  EXPECT_GT(r[1].summary.total_gbps, 390);  // the same flows on shortest paths
+}
+
 }  // namespace
 }  // namespace uroce::exp

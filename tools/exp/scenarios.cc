@@ -239,6 +239,34 @@ std::vector<Variant> pfc_storm(RunOptions& o) {
   return {Variant{"healthy", build(false)}, Variant{"storm", build(true)}};
 }
 
+// Four switches in a ring, one host each; host i writes to host i+3. Routed clockwise over three hops (the
+// long way: routes set by hand), every ring link carries three flows and every switch's ring ingress holds
+// frames waiting for the next ring link: a cyclic buffer dependency. The other variant routes shortest paths.
+std::vector<Variant> pfc_deadlock(RunOptions& o) {
+  const Common c = common(o, "none", default_fabric());
+  auto build = [c](bool cyclic) {
+    return [c, cyclic](Experiment& e) {
+      sim::SwitchConfig sc;
+      sc.fabric = c.fabric;
+      sc.buffer_frames = static_cast<uint32_t>(c.fabric.buffer_bytes / 1024 + 256);
+      sim::SimNetwork& net = e.net();
+      std::vector<sim::SimSwitch*> sw;
+      for (int i = 0; i < 4; ++i) sw.push_back(&net.add_switch(sc));
+      std::vector<uint32_t> cw(4);  // switch i's port toward switch i + 1
+      for (int i = 0; i < 4; ++i) cw[i] = net.connect(*sw[i], *sw[(i + 1) % 4], c.link).first;
+      for (int i = 0; i < 4; ++i) net.attach(e.port(e.add_host(c.host)), *sw[i], c.link);
+      net.compute_routes();  // shortest paths: host i -> host i + 3 is one hop counter-clockwise
+      if (cyclic)
+        for (int j = 0; j < 4; ++j)
+          for (uint32_t h = 0; h < 4; ++h)
+            if (h != static_cast<uint32_t>(j)) sw[j]->set_route(e.port(h).mac(), {cw[j]});
+      for (uint32_t i = 0; i < 4; ++i) e.add_flow(long_flow(i, (i + 3) % 4, c));
+      for (int i = 0; i < 4; ++i) e.watch("ring" + std::to_string(i), *sw[i], cw[i]);
+    };
+  };
+  return {Variant{"clockwise", build(true)}, Variant{"shortest-path", build(false)}};
+}
+
 std::vector<Variant> hpcc_incast(RunOptions& o) {
   const uint32_t n = count(o.knobs, "n", 16, 2, 64);
   sim::FabricConfig f = default_fabric();
@@ -367,6 +395,14 @@ const std::vector<Scenario>& scenarios() {
        "link. Compare total and per-flow throughput with the healthy run: PFC spreads one fault to innocent "
        "flows.",
        3 * kMs, pfc_storm},
+      {"pfc-deadlock",
+       "Four switches in a ring with one host each; every host writes to the host three hops away and the "
+       "routes send all traffic clockwise, so each ring link carries three flows and each switch's ring "
+       "ingress holds frames that wait for the next ring link: a cyclic buffer dependency. Without "
+       "congestion "
+       "control PFC pauses propagate around the ring until every ring link is paused by the next one and "
+       "throughput stays at zero for good (a PFC deadlock); with DCQCN the queues stay below XOFF.",
+       3 * kMs, pfc_deadlock},
       {"hpcc-incast",
        "N:1 incast (default 16) with HPCC: switches stamp INT (timestamp, bytes sent, queue length, line "
        "rate) on data packets, the receiver echoes it in ACKs and the sender sets its window from the "
