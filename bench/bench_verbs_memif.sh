@@ -29,7 +29,7 @@ dir=$(mktemp -d)
 spid=
 cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-port=18720
+port=18970  # client/server TCP ports 18971.. (other tests use 186xx, 187xx, 189[0-5]x)
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
 calc() { awk "BEGIN {printf \"%.${2:-2}f\", $1}"; }
@@ -57,10 +57,10 @@ memif_rtt=$(awk '$1 == 64 && $2 == "memif" {print $4; exit}' "$dir/memif.txt")
 memif_rtt99=$(awk '$1 == 64 && $2 == "memif" {print $5; exit}' "$dir/memif.txt")
 sed -n '/^throughput/,/^ *4224/p;/^ping-pong/,/^ *64 tcp/p' "$dir/memif.txt"
 
-sockperf server -i 127.0.0.1 -p 18719 --tcp >/dev/null 2>&1 &
+sockperf server -i 127.0.0.1 -p 18969 --tcp >/dev/null 2>&1 &
 sp=$!
 sleep 0.5
-sockperf ping-pong -i 127.0.0.1 -p 18719 --tcp -t 3 -m 14 >"$dir/sockperf.txt" 2>&1
+sockperf ping-pong -i 127.0.0.1 -p 18969 --tcp -t 3 -m 14 >"$dir/sockperf.txt" 2>&1
 kill $sp 2>/dev/null
 wait $sp 2>/dev/null
 tcp_med=$(awk '/percentile 50.000/ {print $NF}' "$dir/sockperf.txt")
