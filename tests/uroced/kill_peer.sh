@@ -6,6 +6,8 @@
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
+# Waits (up to 20 s) until something listens on TCP port $1: the server's out-of-band socket.
+wait_listen() { for _ in $(seq 200); do ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
 uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
@@ -13,10 +15,10 @@ trap 'kill -9 $spid $cpid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0
 fail() { echo "FAIL: $*"; echo "== uroced log"; cat "$dir"/uroce-*/uroced.log; exit 1; }
 stat_field() { "$uroced" --stats | head -1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-args=(ib_write_bw -d uroce0 -x 0 -F -D 20 -p 18792)
+args=(ib_write_bw -d uroce0 -x 0 -F -D 20 -p 18942)
 "$uroce" run --port uroced -- "${args[@]}" >"$dir/srv.log" 2>&1 &
 spid=$!
-sleep 0.8
+wait_listen 18942
 "$uroce" run --port uroced -- "${args[@]}" 127.0.0.1 >"$dir/cli.log" 2>&1 &
 cpid=$!
 dpid=$(stat_field pid)
@@ -36,10 +38,10 @@ for _ in $(seq 30); do [ "$(stat_field leases)" = 0 ] && break; sleep 0.1; done
 [ "$(stat_field pid)" = "$dpid" ] || fail "uroced did not survive"
 
 # The next pair through the same daemon.
-"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -n 100 -c -p 18793 >"$dir/srv2.log" 2>&1 &
+"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -n 100 -c -p 18943 >"$dir/srv2.log" 2>&1 &
 spid=$!
-sleep 0.5
-"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -n 100 -c -p 18793 127.0.0.1 >"$dir/cli2.log" 2>&1 ||
+wait_listen 18943
+"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -n 100 -c -p 18943 127.0.0.1 >"$dir/cli2.log" 2>&1 ||
   { cat "$dir/srv2.log" "$dir/cli2.log"; fail "next pair failed"; }
 wait $spid || { cat "$dir/srv2.log"; fail "next pair's server failed"; }
 cat "$dir/cli2.log"

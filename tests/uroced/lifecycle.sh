@@ -19,7 +19,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # A verbs server that opens its device (memif connected to uroced) and then waits for a client that never
 # comes: an idle client.
-"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -p 18790 >"$dir/server.log" 2>&1 &
+"$uroce" run --port uroced -- ibv_rc_pingpong -g 0 -p 18940 >"$dir/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 50); do [ "$(stat_field leases 2>/dev/null)" = 1 ] && break; sleep 0.1; done
 [ "$(stat_field leases)" = 1 ] || fail "no lease after the first uroce run"

@@ -8,6 +8,8 @@
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
+# Waits (up to 20 s) until something listens on TCP port $1: the server's out-of-band socket.
+wait_listen() { for _ in $(seq 200); do ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
 uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
@@ -21,10 +23,10 @@ echo "congestion control: $cc"
 export UROCE_CC=$cc
 
 "$uroced" --daemon --rate 1g --ecn 32k,256k,0.2 --idle-exit 30 || fail "uroced --daemon"
-args=(ib_write_bw -d uroce0 -x 0 -F -n 300 -p 18794)
+args=(ib_write_bw -d uroce0 -x 0 -F -n 300 -p 18944)
 "$uroce" run --port uroced -- "${args[@]}" >"$dir/srv.log" 2>&1 &
 spid=$!
-sleep 0.8
+wait_listen 18944
 "$uroce" run --port uroced -- "${args[@]}" 127.0.0.1 >"$dir/cli.log" 2>&1 || { cat "$dir/cli.log"; fail "client"; }
 wait $spid || { cat "$dir/srv.log"; fail "server"; }
 cat "$dir/cli.log"

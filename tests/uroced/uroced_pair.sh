@@ -9,19 +9,22 @@ set -u
 uroce=$1 uroced=$2 tcp=$3
 shift 4
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
+# Waits (up to 20 s) until something listens on TCP port $1: the server's out-of-band socket.
+wait_listen() { for _ in $(seq 200); do ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
 uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
 trap 'kill $spid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -rf "$dir"' EXIT
 timeout 60 "$uroce" run --port uroced -- "$@" -p "$tcp" >"$dir/server.log" 2>&1 &
 spid=$!
-sleep 0.8  # uroced start (first use) and the server's TCP listener
+wait_listen "$tcp"  # uroced start (first use), the server's EAL and its TCP listener
 timeout 60 "$uroce" run --port uroced -- "$@" -p "$tcp" 127.0.0.1 >"$dir/client.log" 2>&1
 crc=$?
 wait $spid
 src=$?
 echo "== server (rc $src)"; cat "$dir/server.log"
 echo "== client (rc $crc)"; cat "$dir/client.log"
+for _ in $(seq 30); do [ "$(grep -c "release 127.1.0" "$dir"/uroce-*/uroced.log)" = 2 ] && break; sleep 0.1; done
 echo "== uroced"; "$uroced" --stats; cat "$dir"/uroce-*/uroced.log
 [ $src = 0 ] && [ $crc = 0 ] || exit 1
 # Both leases were released when their processes exited; the log shows what each port moved.
