@@ -233,12 +233,14 @@ uint32_t Switch::drain(int id, uint64_t now_ns) {
     note_token_wait(p, now_ns);
     return 0;
   }
+  // Lengths are read before tx_burst: a transmitted buffer belongs to the port (and may be back in its pool).
+  uint16_t lens[kBurst];
+  for (uint16_t i = 0; i < n; ++i) lens[i] = burst[i]->len;
   const uint16_t sent = p.io->tx_burst(burst, n);
   uint64_t sent_bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
-    const Entry& e = p.ring[(p.head + i) & mask];
-    sent_bytes += e.buf->len;
-    ports_[e.origin].c.held_bytes -= e.buf->len;
+    sent_bytes += lens[i];
+    ports_[p.ring[(p.head + i) & mask].origin].c.held_bytes -= lens[i];
   }
   p.bucket.take(static_cast<uint32_t>(sent_bytes));
   p.head = (p.head + sent) & mask;
