@@ -233,7 +233,8 @@ void Engine::run() {
     const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
     const uint64_t since_app = now > app ? now - app : 0;
     const uint64_t gap = app_gap_ns_.load(std::memory_order_relaxed);
-    const bool polling = since_app < kAppGapNs && gap < looked;
+    const bool polling =
+        (app_inside_.load(std::memory_order_relaxed) || since_app < kAppGapNs) && gap < looked;
     looked = now;
     uint64_t sleep_ns;
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it

@@ -80,10 +80,14 @@ class Engine {
     if (now - app_last_ns_.load(std::memory_order_relaxed) > kAppGapNs)
       app_gap_ns_.store(now, std::memory_order_relaxed);
     app_last_ns_.store(now, std::memory_order_relaxed);
+    app_inside_.fetch_add(1, std::memory_order_relaxed);
   }
   // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
-  // large message may spend tens of microseconds inside).
-  void app_leave() { app_last_ns_.store(clock_.now_ns(), std::memory_order_relaxed); }
+  // large message, or a wait for the lock, may keep it inside for tens of microseconds).
+  void app_leave() {
+    app_inside_.fetch_sub(1, std::memory_order_relaxed);
+    app_last_ns_.store(clock_.now_ns(), std::memory_order_relaxed);
+  }
   static constexpr uint64_t kAppGapNs = 3'000;
   // Scope of one datapath verb call.
   class AppCall {
@@ -123,6 +127,7 @@ class Engine {
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
   std::atomic<bool> sleeping_{false};        // the progress thread is in its io_uring wait
   std::atomic<uint64_t> app_last_ns_{0};  // when an application thread last entered or left a datapath verb
+  std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   std::thread thread_;
