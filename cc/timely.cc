@@ -10,12 +10,13 @@
 // min_rate). The first sample only sets prev_rtt. Samples of 0 (none: a re-sent packet, Karn's rule) are
 // skipped.
 //
-// The paper computes once per completion event (a 16-64 KB segment); uroce calls on_ack once per ACK, which
-// the responder coalesces (an AckReq every kAckReqEvery packets and at the end of each message), so one
-// sample stands for up to 16 packets. Defaults are the paper's (T_low 50 us, T_high 500 us, beta 0.8, delta
-// 10 Mb/s, HAI after 5) with min_rtt 20 us and alpha 0.875, as the HPCC authors' ns-3 simulator sets them
-// (RdmaHw attributes TimelyAlpha/Beta/TLow/THigh/MinRtt). They suit the paper's 10 Gb/s, tens-of-us RTT
-// networks: scale t_low, t_high and min_rtt to the fabric's RTT.
+// The paper computes once per completion event (a 16-64 KB segment). Here the rate moves at most once per
+// RTT: a sample counts only when the bytes acknowledged pass what had been sent at the previous update
+// (sequence numbers are on_tx / on_ack payload bytes; a NAK rewinds), as the HPCC authors' ns-3 TIMELY does.
+// Per-ACK updates compound one RTT's congestion into many multiplicative cuts. Defaults are the paper's
+// (T_low 50 us, T_high 500 us, beta 0.8, delta 10 Mb/s, HAI after 5) with min_rtt 20 us and alpha 0.875, as
+// the HPCC authors' ns-3 simulator sets them (RdmaHw attributes TimelyAlpha/Beta/TLow/THigh/MinRtt). They
+// suit the paper's 10 Gb/s, tens-of-us RTT networks: scale t_low, t_high and min_rtt to the fabric's RTT.
 //
 // ecn_capable is true for the same reason as HPCC's: an ECN-marking fabric marks instead of dropping; TIMELY
 // itself ignores CNPs.
@@ -53,8 +54,18 @@ Timely::Timely(const TimelyConfig& cfg, uint64_t line_rate_bps)
   ecn_capable = true;
 }
 
-void Timely::on_ack(uint64_t /*now*/, uint64_t /*bytes*/, uint64_t rtt_ns) {
-  if (rtt_ns == 0) return;
+void Timely::on_tx(uint64_t /*now*/, uint32_t bytes) { snd_nxt_ += bytes; }
+
+void Timely::on_nak(uint64_t /*now*/) {
+  snd_nxt_ = acked_;
+  next_update_ = std::min(next_update_, acked_ + 1);
+}
+
+void Timely::on_ack(uint64_t /*now*/, uint64_t bytes, uint64_t rtt_ns) {
+  acked_ += bytes;
+  snd_nxt_ = std::max(snd_nxt_, acked_);
+  if (rtt_ns == 0 || acked_ < next_update_) return;  // one update per RTT
+  next_update_ = snd_nxt_ + 1;
   const double rtt = static_cast<double>(rtt_ns);
   if (!have_prev_) {
     prev_rtt_ = rtt;

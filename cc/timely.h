@@ -31,7 +31,9 @@ class Timely final : public Algorithm {
  public:
   Timely(const TimelyConfig& cfg, uint64_t line_rate_bps);
 
+  void on_tx(uint64_t now_ns, uint32_t bytes) override;
   void on_ack(uint64_t now_ns, uint64_t bytes, uint64_t rtt_ns) override;
+  void on_nak(uint64_t now_ns) override;
 
   // State, for tests and traces.
   double rtt_diff_ns() const { return rtt_diff_; }
@@ -49,6 +51,7 @@ class Timely final : public Algorithm {
   bool have_prev_ = false;
   double rtt_diff_ = 0;
   uint32_t neg_count_ = 0;
+  uint64_t snd_nxt_ = 0, acked_ = 0, next_update_ = 0;  // bytes: one update per RTT
 };
 
 std::unique_ptr<Algorithm> make_timely(const Params& params, uint64_t line_rate_bps);

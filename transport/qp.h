@@ -207,6 +207,7 @@ class Qp {
   // `echo`: an INT stack to copy into the frame's telemetry side band, when the port models INT.
   bool emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len,
             bool paced, const cc::IntStack* echo = nullptr);
+  uint64_t pace_next() const;  // when the next paced (data) frame may start
   // CC bookkeeping shared by the roles (tx.cc).
   void rtt_sent(uint32_t psn, bool first_time,
                 uint32_t len);              // a request packet with `len` payload bytes left
@@ -248,7 +249,9 @@ class Qp {
   uint32_t rewound_at_ = UINT32_MAX;      // PSN an implicit NAK last rewound to
   uint32_t gap_psn_ = 0;                  // the latest response PSN seen beyond rewound_at_
   bool resent_ = false;                   // rewound_at_ has been transmitted again since
-  uint64_t pace_next_ns_ = 0;
+  // Pacer: when the last paced frame started and its length (see pace_next(), tx.cc).
+  uint64_t pace_start_ns_ = 0;
+  uint32_t pace_len_ = 0;
   uint64_t inflight_bytes_ = 0;
   // First-transmission times of recent request PSNs, indexed by PSN % kRttRing (RC only).
   struct RttSlot {

@@ -228,7 +228,8 @@ void Qp::reset_connection() {
   rewound_at_ = UINT32_MAX;
   gap_psn_ = 0;
   resent_ = false;
-  pace_next_ns_ = 0;
+  pace_start_ns_ = 0;
+  pace_len_ = 0;
   msn_ = 0;
   nak_sent_ = false;
   nak_gap_psn_ = 0;

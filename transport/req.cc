@@ -157,7 +157,7 @@ void Qp::start_wqe(SendWqe& w) {
 uint32_t Qp::req_transmit(uint32_t budget) {
   uint32_t sent = 0;
   const uint64_t now = dev_->now();
-  while (sent < budget && req_ready() && now >= rnr_until_ && now >= pace_next_ns_) {
+  while (sent < budget && req_ready() && now >= rnr_until_ && now >= pace_next()) {
     SendWqe& w = sq_at(send_idx_);
     // Going back N re-sends what the responder discarded. A READ or ATOMIC already answered (placed while
     // an older one was missing) is not asked again; a READ resumes at its first missing packet.

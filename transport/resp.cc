@@ -299,8 +299,8 @@ uint64_t Qp::next_timer() const { return std::min(retry_deadline_, cc_->next_tim
 
 uint64_t Qp::next_tx_time() const {
   uint64_t t = kNever;
-  if (jobs_count_) t = jobs_[jobs_head_].kind == RespJob::kRead ? pace_next_ns_ : 0;
-  if (req_ready()) t = std::min(t, std::max(rnr_until_, pace_next_ns_));
+  if (jobs_count_) t = jobs_[jobs_head_].kind == RespJob::kRead ? pace_next() : 0;
+  if (req_ready()) t = std::min(t, std::max(rnr_until_, pace_next()));
   return t;
 }
 
@@ -420,7 +420,7 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
     RespJob& job = jobs_[jobs_head_];
     // READ responses are data: they wait for the pacer (CC rate, QP rate limit). What queues behind them
     // waits too: responses leave in PSN order.
-    if (job.kind == RespJob::kRead && dev_->now() < pace_next_ns_) break;
+    if (job.kind == RespJob::kRead && dev_->now() < pace_next()) break;
     if (!resp_send_job(job)) break;
     ++sent;
     const bool done = job.kind != RespJob::kRead || job.left == 0;

@@ -23,19 +23,24 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   cnt_.tx_packets++;
   cnt_.tx_bytes += buf->len;
   if (paced) {  // data: requests and READ responses
+    pace_start_ns_ = std::max(pace_next(), now);
+    pace_len_ = buf->len;
     cc_->on_tx(now, len);
     cc_account();
   }
-  if (paced && cc_->rate_bps) {
-    const uint64_t wire_ns = static_cast<uint64_t>(buf->len) * 8'000'000'000ull / cc_->rate_bps;
-    pace_next_ns_ = std::max(pace_next_ns_, now) + wire_ns;
-  }
-  if (paced && attr_.rate_limit_kbps) {
-    const uint64_t wire_ns = static_cast<uint64_t>(buf->len) * 8'000'000ull / attr_.rate_limit_kbps;
-    pace_next_ns_ = std::max(pace_next_ns_, now) + wire_ns;
-  }
   dev_->transmit(buf, dev_->is_local_gid(h.ip.dst));
   return true;
+}
+
+// The next paced frame may start once the last one has left at the current rate: the stricter of the CC rate
+// and the QP's rate limit. Evaluated when asked, so a rate the algorithm raises (or cuts) in between applies
+// to the gap already running: a flow cut to a crawl is not stuck behind one long gap after it recovers.
+uint64_t Qp::pace_next() const {
+  uint64_t gap = 0;
+  if (cc_->rate_bps) gap = static_cast<uint64_t>(pace_len_) * 8'000'000'000ull / cc_->rate_bps;
+  if (attr_.rate_limit_kbps)
+    gap = std::max<uint64_t>(gap, static_cast<uint64_t>(pace_len_) * 8'000'000ull / attr_.rate_limit_kbps);
+  return pace_start_ns_ + gap;
 }
 
 // Karn's rule: a PSN sent more than once gives no RTT sample, since its ACK cannot say which copy it answers.
