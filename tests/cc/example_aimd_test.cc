@@ -10,22 +10,31 @@ namespace {
 
 constexpr uint64_t k10G = 10'000'000'000ull;
 
-TEST(ExampleAimd, AdditiveIncreaseMultiplicativeDecrease) {
-  auto a = make("example_aimd", {{"ai_rate", 100}, {"md", 0.5}, {"min_rate", 1000}}, k10G);
+TEST(ExampleAimd, MultiplicativeDecreaseThenTimedAdditiveIncrease) {
+  auto a = make("example_aimd", {{"ai_rate", 1000}, {"md", 0.5}, {"min_rate", 1000}, {"period", 50}}, k10G);
   EXPECT_EQ(a->rate_bps, k10G);
   EXPECT_TRUE(a->ecn_capable);
-  a->on_cnp(0);
+  EXPECT_EQ(a->next_timer_ns(), kNoTimer) << "at line rate: nothing to do";
+  a->on_cnp(1'000);
   EXPECT_EQ(a->rate_bps, 5'000'000'000u);
-  a->on_ack(0, 1000, 0);
-  EXPECT_EQ(a->rate_bps, 5'100'000'000u);
-  a->on_nak(0);
-  EXPECT_EQ(a->rate_bps, 2'550'000'000u);
-  a->on_cnp(0);
-  a->on_cnp(0);
+  EXPECT_EQ(a->next_timer_ns(), 51'000u);
+  a->on_nak(2'000);
+  EXPECT_EQ(a->rate_bps, 2'500'000'000u);
+  EXPECT_EQ(a->next_timer_ns(), 51'000u) << "the running timer is kept";
+  a->on_cnp(3'000);
+  a->on_cnp(4'000);
   EXPECT_EQ(a->rate_bps, 1'000'000'000u) << "min_rate";
-  for (int i = 0; i < 200; ++i) a->on_ack(0, 1000, 0);
-  EXPECT_EQ(a->rate_bps, k10G) << "line rate";
-  EXPECT_EQ(a->rate_changes, 5u + 90u);
+  a->on_timer(51'000);
+  EXPECT_EQ(a->rate_bps, 2'000'000'000u);
+  EXPECT_EQ(a->next_timer_ns(), 101'000u);
+  uint64_t t = 101'000;
+  while (a->next_timer_ns() != kNoTimer) {
+    t = a->next_timer_ns();
+    a->on_timer(t);
+  }
+  EXPECT_EQ(a->rate_bps, k10G) << "line rate, and the timer sleeps";
+  EXPECT_EQ(t, 51'000u + 8 * 50'000);
+  EXPECT_EQ(a->rate_changes, 4u + 9u);
 }
 
 TEST(ExampleAimd, RejectsUnknownParameters) {
