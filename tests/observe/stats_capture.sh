@@ -5,7 +5,8 @@
 #  - stats --json lists both processes, the client with non-zero tx/rx packets and bytes and an RC QP;
 #  - the table form shows the same client;
 #  - capture -c 200 writes 200 frames that tshark decodes as RoCEv2: RDMA WRITE requests whose PSNs go up
-#    by one, and the ACKs coming back;
+#    by one (and the ACKs coming back, if one falls in the window);
+#  - a capture of the server still running when the program ends is completed and has both directions;
 #  - the sockets are gone once the processes exit, and a stale socket of a dead process is cleaned up.
 # Exits 77 (ctest SKIP) when the device nodes are missing and this is not root, or perftest/tshark are missing.
 set -u
@@ -84,7 +85,7 @@ writes = [(int(op), int(psn)) for src, op, psn in rows if op and int(op) in rang
 acks = [int(psn) for src, op, psn in rows if op == "17"]
 assert len(writes) >= 100, f"only {len(writes)} RDMA WRITE packets"
 assert {src for src, op, psn in rows if op and int(op) in range(6, 12)} == {"127.1.0.2"}, "WRITEs from the client"
-assert acks and {src for src, op, psn in rows if op == "17"} == {"127.1.0.1"}, "ACKs from the server"
+assert {src for src, op, psn in rows if op == "17"} <= {"127.1.0.1"}, "ACKs come from the server"
 steps = [(b[1] - a[1]) % (1 << 24) for a, b in zip(writes, writes[1:])]
 up = sum(1 for s in steps if s == 1)
 # Every step +1 unless a retransmission rewound the sequence (not expected on a clean memif link).
@@ -94,18 +95,40 @@ print(f"capture: {len(writes)} RDMA WRITE packets (opcodes {ops}), PSN {writes[0
       f"{len(acks)} ACKs, {up}/{len(steps)} PSN steps of +1")
 EOF
 
-# A capture still running when the program ends is completed by the engine, and the tool says so.
-"$uroce" capture --pid $spid --duration 60 -w "$dir/end.pcap" >"$dir/end.txt" 2>&1 &
-tpid=$!
 wait $cpid; crc=$?
 wait $spid; src=$?
 cpid= spid=
 [ $crc = 0 ] && [ $src = 0 ] || fail "ib_write_bw failed (client $crc, server $src)"
+
+# A capture still running when the program ends is completed by the engine, and the tool says so. The
+# capture of an ibv_rc_pingpong server is armed before its client starts, so it holds the whole exchange.
+rm -f "$dir/m.sock"
+pp=(ibv_rc_pingpong -g 0 -n 300 -p "$tcp")
+UROCE_PORT="memif:socket=$dir/m.sock,role=server" "$uroce" run --ip 127.1.0.1 -- "${pp[@]}" >"$dir/srv.log" 2>&1 &
+spid=$!
+for _ in $(seq 50); do [ -S "$ctl/$spid-uroce0.sock" ] && break; sleep 0.1; done
+"$uroce" capture --pid $spid --duration 60 -w "$dir/end.pcap" >"$dir/end.txt" 2>&1 &
+tpid=$!
+for _ in $(seq 50); do grep -q -- "->" "$dir/end.txt" && break; sleep 0.1; done  # armed
+UROCE_PORT="memif:socket=$dir/m.sock,role=client" "$uroce" run --ip 127.1.0.2 -- "${pp[@]}" 127.0.0.1 \
+  >"$dir/cli.log" 2>&1 &
+cpid=$!
+wait $cpid; crc=$?
+wait $spid; src=$?
+cpid= spid=
+[ $crc = 0 ] && [ $src = 0 ] || fail "ibv_rc_pingpong failed (client $crc, server $src)"
 wait $tpid || { cat "$dir/end.txt"; fail "uroce capture failed when its process exited"; }
 cat "$dir/end.txt"
 grep -q "exited; the capture ended with it" "$dir/end.txt" || fail "capture did not notice the process exit"
-n=$(tshark -r "$dir/end.pcap" 2>/dev/null | wc -l)
-[ "$n" -gt 0 ] && grep -q "^$n frames written" "$dir/end.txt" || fail "end.pcap: tshark reads $n frames"
+tshark -r "$dir/end.pcap" -d udp.port==4791,infiniband -T fields -e ip.src -e infiniband.bth.opcode \
+  >"$dir/end.fields" 2>/dev/null || fail "tshark cannot read end.pcap"
+n=$(wc -l <"$dir/end.fields")
+grep -q "^$n frames written" "$dir/end.txt" || fail "end.pcap: tshark reads $n frames, not what the tool said"
+# Both directions, every message: 300 SENDs each way (4096 bytes at pingpong's MTU 1024: SEND First (0),
+# Middle (1), Last (2)), and ACKs (17).
+sends_in=$(grep -cP "^127.1.0.2\t(2|4)$" "$dir/end.fields") sends_out=$(grep -cP "^127.1.0.1\t(2|4)$" "$dir/end.fields")
+[ "$sends_in" -ge 300 ] && [ "$sends_out" -ge 300 ] && grep -qP "\t17$" "$dir/end.fields" ||
+  fail "end.pcap: $sends_in SENDs received, $sends_out sent (300 each expected) or no ACK"
 left=$(ls "$ctl")
 [ -z "$left" ] || fail "control sockets left after exit: $left"
 

@@ -77,23 +77,29 @@ int cmd_capture(const std::vector<std::string>& args) {
                : a.duration_s ? ""
                               : ", Ctrl-C to stop");
 
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    if (g_interrupted) break;
-    if (a.duration_s &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.duration_s)
-      break;
-    pollfd p{c.fd(), POLLIN, 0};
-    if (poll(&p, 1, 100) > 0) {
-      // The engine never speaks unasked: this is its process exiting (which completes the file).
-      std::fprintf(stderr, "uroce capture: %s exited; the capture ended with it\n", describe(ep).c_str());
-      std::printf("%ld frames written to %s\n", count_records(path), path.c_str());
-      return 0;
+  // The program may exit (or close the device) at any time; the engine completes the file then.
+  auto ended_with_process = [&] {
+    std::fprintf(stderr, "uroce capture: %s exited; the capture ended with it\n", describe(ep).c_str());
+    std::printf("%ld frames written to %s\n", count_records(path), path.c_str());
+    return 0;
+  };
+  json done;
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      if (g_interrupted) break;
+      if (a.duration_s &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.duration_s)
+        break;
+      pollfd p{c.fd(), POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) return ended_with_process();  // the engine never speaks unasked
+      const json st = c.request({{"cmd", "capture_status"}});
+      if (!st.value("active", false)) break;  // the count was reached
     }
-    const json st = c.request({{"cmd", "capture_status"}});
-    if (!st.value("active", false)) break;  // the count was reached
+    done = c.request({{"cmd", "capture_stop"}});
+  } catch (const ControlClosed&) {
+    return ended_with_process();
   }
-  const json done = c.request({{"cmd", "capture_stop"}});
   if (!done.value("ok", false)) {
     std::fprintf(stderr, "uroce capture: %s\n", done.value("error", "?").c_str());
     return 1;

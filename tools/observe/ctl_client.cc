@@ -91,7 +91,7 @@ nlohmann::ordered_json ControlClient::request(const nlohmann::ordered_json& req)
   for (size_t off = 0; off < line.size();) {
     const ssize_t n = send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(describe(ep_) + " closed its control socket");
+    if (n <= 0) throw ControlClosed(describe(ep_) + " closed its control socket");
     off += static_cast<size_t>(n);
   }
   size_t nl;
@@ -101,7 +101,7 @@ nlohmann::ordered_json ControlClient::request(const nlohmann::ordered_json& req)
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
       throw std::runtime_error(describe(ep_) + " did not answer within 5 s");
-    if (n <= 0) throw std::runtime_error(describe(ep_) + " closed its control socket");
+    if (n <= 0) throw ControlClosed(describe(ep_) + " closed its control socket");
     in_.append(buf, static_cast<size_t>(n));
   }
   const std::string reply = in_.substr(0, nl);

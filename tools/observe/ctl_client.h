@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,13 @@ std::vector<Endpoint> find_endpoints(const std::filesystem::path& dir, pid_t pid
 // "pid 123 (ib_write_bw) uroce0"
 std::string describe(const Endpoint& e);
 
-// A connection to one endpoint. Throws std::runtime_error naming the endpoint on any failure.
+// The endpoint closed the connection: its process exited or closed the device.
+struct ControlClosed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A connection to one endpoint. Throws std::runtime_error naming the endpoint on any failure (ControlClosed
+// when the other side went away).
 class ControlClient {
  public:
   explicit ControlClient(const Endpoint& e);
