@@ -6,7 +6,7 @@
 #  - the table form shows the same client;
 #  - capture -c 200 writes 200 frames that tshark decodes as RoCEv2: RDMA WRITE requests whose PSNs go up
 #    by one (and the ACKs coming back, if one falls in the window);
-#  - a capture of the server still running when the program ends is completed and has both directions;
+#  - a capture of an ibv_rc_pingpong server still running when it exits is completed, both directions;
 #  - the sockets are gone once the processes exit, and a stale socket of a dead process is cleaned up.
 # Exits 77 (ctest SKIP) when the device nodes are missing and this is not root, or perftest/tshark are missing.
 set -u
