@@ -55,6 +55,8 @@ void Qp::arm_retry_timer() {
 
 void Qp::on_response(const ParsedPacket& pkt) {
   if (type() != QpType::kRc || error()) return;
+  ++cnt_.rx_packets;
+  cnt_.rx_bytes += pkt.frame_len;
   // READ responses are data too: a CE mark on one asks the responder's QP, which sent it, to slow down.
   if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
   // HPCC: the INT stack the responder echoed reaches the algorithm before the acknowledgement it came with.
