@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# cc_realtime.sh UROCE UROCED
+# Congestion control in real time (issue 6, done-when 3): two ib_write_bw pairs run through uroced at once,
+# every port rate-limited to 1 Gb/s with RED ECN marking, and every device on DCQCN. While they run,
+# `uroce stats --json` on each process must show the notification point at work on the servers (ECN-marked
+# packets seen, CNPs sent) and the reaction point on the clients (CNPs handled, rate changes, the QP's current
+# DCQCN rate below line rate).
+set -u
+uroce=$1 uroced=$2
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+wait_listen() { for _ in $(seq 200); do ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
+uroce_require_setup "$uroce"
+dir=$(mktemp -d)
+export XDG_RUNTIME_DIR=$dir UROCE_CC=dcqcn
+pids=()
+trap 'kill ${pids[*]} 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; for f in "$dir"/*.log "$dir"/uroce-*/uroced.log; do echo "== $f"; cat "$f"; done; exit 1; }
+
+"$uroce" run -- ibv_devinfo >/dev/null 2>&1 || fail "UROCE_CC=dcqcn is refused by the provider"
+"$uroced" --daemon --rate 1g --ecn 32k,256k,0.2 --idle-exit 30 || fail "uroced --daemon"
+clients=() servers=()
+for i in 1 2; do
+  port=$((18960 + i))
+  args=(ib_write_bw -d uroce0 -x 0 -F -D 6 -p $port)
+  "$uroce" run --port uroced -- "${args[@]}" >"$dir/srv$i.log" 2>&1 &
+  servers+=($!) pids+=($!)
+  wait_listen $port || fail "server $i never listened"
+  "$uroce" run --port uroced -- "${args[@]}" 127.0.0.1 >"$dir/cli$i.log" 2>&1 &
+  clients+=($!) pids+=($!)
+done
+sleep 4  # both pairs mid-transfer
+stat() { "$uroce" stats --json --pid "$1" >"$dir/stats-$1.json" 2>>"$dir/stats.log"; }
+for p in "${servers[@]}" "${clients[@]}"; do stat "$p" || fail "uroce stats --pid $p"; done
+wait "${clients[@]}" || fail "a client failed"
+wait "${servers[@]}" || fail "a server failed"
+pids=()
+
+python3 - "$dir" "${servers[*]}" "${clients[*]}" <<'PY' || fail "counters"
+import json, sys
+d, servers, clients = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+def load(pid):
+    return json.load(open(f"{d}/stats-{pid}.json"))[0]
+ok = True
+for pid in servers:
+    dev = load(pid)["device"]
+    print(f"server {pid}: ecn_marked_packets={dev.get('ecn_marked_packets', 0)} cnp_sent={dev.get('cnp_sent', 0)}")
+    ok &= dev.get("ecn_marked_packets", 0) > 0 and dev.get("cnp_sent", 0) > 0
+for pid in clients:
+    s = load(pid)
+    dev, qps = s["device"], s["qps"]
+    rate = min(q.get("cc_rate_bps", 0) for q in qps)
+    print(f"client {pid}: cnp_handled={dev.get('cnp_handled', 0)} cc_rate_changes={dev.get('cc_rate_changes', 0)} "
+          f"qp cc_rate_bps={rate}")
+    ok &= dev.get("cnp_handled", 0) > 0 and dev.get("cc_rate_changes", 0) > 0 and 0 < rate < 100e9
+sys.exit(0 if ok else 1)
+PY
+for i in 1 2; do sed -n '/#bytes/{n;p}' "$dir/cli$i.log"; done
+echo "PASS"
