@@ -1,5 +1,8 @@
 // DCQCN reaction point. Update rules (Zhu et al., SIGCOMM 2015, section 3 and Algorithm 1):
 //   CNP:       Rt = Rc; Rc = Rc * (1 - alpha/2); alpha = (1 - g) * alpha + g; increase state reset
+//              (ConnectX knobs: with clamp_tgt_rate 0, the default, Rt = Rc only when the rate rose since the
+//              previous cut: by the byte counter, or by the timer too with clamp_tgt_rate_after_time_inc 1,
+//              the default; so back-to-back CNPs cut Rc again but leave Rt, the rate before the congestion)
 //   no CNP for one alpha period: alpha = (1 - g) * alpha
 //   increase event (timer every rpg_time_reset, byte counter every rpg_byte_reset bytes), T and BC counting
 //   the events of each since the last cut, F = rpg_threshold:
@@ -55,6 +58,8 @@ DcqcnConfig DcqcnConfig::parse(const Params& params, uint64_t line_rate_bps) {
   c.max_bps = max_mbps == 0 ? line_rate_bps : bps(max_mbps);
   c.gd = static_cast<uint32_t>(r.get_int("rpg_gd", 11, 1, 31));
   c.min_dec_fac = static_cast<uint32_t>(r.get_int("rpg_min_dec_fac", 50, 0, 100));
+  c.clamp_tgt_rate = r.get_int("clamp_tgt_rate", 0, 0, 1) != 0;
+  c.clamp_tgt_rate_after_time_inc = r.get_int("clamp_tgt_rate_after_time_inc", 1, 0, 1) != 0;
   c.g = (1024 - r.get_int("dce_tcp_g", 1019, 0, 1023)) / 1024.0;
   c.alpha_period_ns = ns(r.get("dce_tcp_rtt", 1, 0.001, 131071));
   c.initial_alpha = r.get_int("initial_alpha_value", 1023, 0, 1023) / 1024.0;
@@ -88,7 +93,10 @@ void Dcqcn::on_cnp(uint64_t now) {
   if (!cnp_seen_ && cfg_.first_cnp_bps) {
     rc_ = rt_ = std::max(cfg_.min_bps, std::min(cfg_.first_cnp_bps, cfg_.max_bps));
   } else {
-    rt_ = rc_;
+    // Rt drops to Rc only if the rate rose since the last cut (by the byte counter; by the timer too with
+    // clamp_tgt_rate_after_time_inc): back-to-back CNPs do not ratchet the target down.
+    if (cfg_.clamp_tgt_rate || b_stage_ > 0 || (cfg_.clamp_tgt_rate_after_time_inc && t_stage_ > 0))
+      rt_ = rc_;
     const double cut = std::min(1.0, a * std::ldexp(1.0, 10 - static_cast<int>(cfg_.gd)));
     const double keep = std::max(1 - cut, cfg_.min_dec_fac / 100.0);
     rc_ = std::max(cfg_.min_bps, static_cast<uint64_t>(static_cast<double>(rc_) * keep));

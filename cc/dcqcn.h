@@ -12,21 +12,26 @@
 namespace uroce::cc {
 
 struct DcqcnConfig {
-  uint64_t time_reset_ns = 300'000;         // rpg_time_reset: rate-increase timer period
-  uint64_t byte_reset = 32'767;             // rpg_byte_reset: rate-increase byte counter period (0: off)
-  uint32_t threshold = 1;                   // rpg_threshold: F, fast-recovery stages of each counter
-  uint64_t ai_bps = 5'000'000;              // rpg_ai_rate
-  uint64_t hai_bps = 50'000'000;            // rpg_hai_rate
-  uint64_t min_bps = 1'000'000;             // rpg_min_rate
-  uint64_t max_bps = 0;                     // rpg_max_rate (0 in the knob: the line rate)
-  uint32_t gd = 11;                         // rpg_gd: cut = alpha * 2^(10 - gd) (11: alpha / 2)
-  uint32_t min_dec_fac = 50;                // rpg_min_dec_fac: one cut keeps at least this % of the rate
-  double g = 5.0 / 1024;                    // 1 - dce_tcp_g / 1024: alpha's EWMA gain
-  uint64_t alpha_period_ns = 1'000;         // dce_tcp_rtt: alpha decays once per period without a CNP
-  double initial_alpha = 1023.0 / 1024;     // initial_alpha_value / 1024
-  uint64_t monitor_ns = 4'000;              // rate_reduce_monitor_period: at most one cut per period
-  uint64_t first_cnp_bps = 0;               // rate_to_set_on_first_cnp (0: cut as usual)
-  uint64_t np_min_cnp_interval_ns = 4'000;  // min_time_between_cnps: the notification point's knob
+  uint64_t time_reset_ns = 300'000;  // rpg_time_reset: rate-increase timer period
+  uint64_t byte_reset = 32'767;      // rpg_byte_reset: rate-increase byte counter period (0: off)
+  uint32_t threshold = 1;            // rpg_threshold: F, fast-recovery stages of each counter
+  uint64_t ai_bps = 5'000'000;       // rpg_ai_rate
+  uint64_t hai_bps = 50'000'000;     // rpg_hai_rate
+  uint64_t min_bps = 1'000'000;      // rpg_min_rate
+  uint64_t max_bps = 0;              // rpg_max_rate (0 in the knob: the line rate)
+  uint32_t gd = 11;                  // rpg_gd: cut = alpha * 2^(10 - gd) (11: alpha / 2)
+  uint32_t min_dec_fac = 50;         // rpg_min_dec_fac: one cut keeps at least this % of the rate
+  // On a CNP the target rate Rt becomes the current rate Rc: always with clamp_tgt_rate; with
+  // clamp_tgt_rate_after_time_inc, when the last increase since the previous cut came from the timer.
+  // Otherwise Rt keeps the rate the flow had before the congestion and fast recovery heads back there.
+  bool clamp_tgt_rate = false;                // clamp_tgt_rate (ConnectX default 0)
+  bool clamp_tgt_rate_after_time_inc = true;  // clamp_tgt_rate_after_time_inc (ConnectX default 1)
+  double g = 5.0 / 1024;                      // 1 - dce_tcp_g / 1024: alpha's EWMA gain
+  uint64_t alpha_period_ns = 1'000;           // dce_tcp_rtt: alpha decays once per period without a CNP
+  double initial_alpha = 1023.0 / 1024;       // initial_alpha_value / 1024
+  uint64_t monitor_ns = 4'000;                // rate_reduce_monitor_period: at most one cut per period
+  uint64_t first_cnp_bps = 0;                 // rate_to_set_on_first_cnp (0: cut as usual)
+  uint64_t np_min_cnp_interval_ns = 4'000;    // min_time_between_cnps: the notification point's knob
 
   // Reads ConnectX-named parameters (units as the knobs: us, bytes, Mb/s, 1/1024). Throws
   // std::invalid_argument naming the key for an unknown key or a value out of range.

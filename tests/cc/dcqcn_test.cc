@@ -76,10 +76,45 @@ TEST(Dcqcn, SecondCnpCutsWithTheDecayedAlpha) {
   const uint64_t rc1 = d.current_rate();
   d.on_cnp(10 * kUs);
   const double a = 1'047'557.0 / 1'048'576 * std::pow(1019.0 / 1024, 10);
-  EXPECT_EQ(d.target_rate(), rc1);
+  // No increase since the first cut, clamp_tgt_rate 0: Rt keeps the rate before the congestion.
+  EXPECT_EQ(d.target_rate(), 100'000'000'000u);
   EXPECT_EQ(d.current_rate(), static_cast<uint64_t>(static_cast<double>(rc1) * (1 - a / 2)));
   EXPECT_DOUBLE_EQ(d.alpha(10 * kUs), (1019.0 / 1024) * a + 5.0 / 1024);
   EXPECT_EQ(d.rate_changes, 2u);
+}
+
+// The ConnectX target-rate clamp knobs. Rt = Rc on a CNP: always with clamp_tgt_rate = 1; otherwise only if
+// the rate rose since the previous cut, by the byte counter, or by the timer when
+// clamp_tgt_rate_after_time_inc = 1 (the default).
+TEST(Dcqcn, TargetRateClampKnobs) {
+  const uint64_t line = 100'000'000'000u;
+  Dcqcn clamp(DcqcnConfig::parse({{"clamp_tgt_rate", 1}}, line), line);
+  clamp.on_cnp(0);
+  const uint64_t rc1 = clamp.current_rate();
+  clamp.on_cnp(10 * kUs);
+  EXPECT_EQ(clamp.target_rate(), rc1) << "clamp_tgt_rate 1";
+
+  Dcqcn d = make();  // defaults
+  d.on_cnp(0);
+  d.on_cnp(10 * kUs);
+  EXPECT_EQ(d.target_rate(), line) << "no increase between the cuts: Rt kept";
+  d.on_tx(20 * kUs, 40'000);  // one byte-counter increase (rpg_byte_reset 32767)
+  ASSERT_EQ(d.byte_stage(), 1u);
+  uint64_t rc = d.current_rate();
+  d.on_cnp(30 * kUs);
+  EXPECT_EQ(d.target_rate(), rc) << "after a byte-counter increase";
+  d.on_timer(d.next_timer_ns());  // a timer increase
+  ASSERT_EQ(d.time_stage(), 1u);
+  rc = d.current_rate();
+  d.on_cnp(d.next_timer_ns());
+  EXPECT_EQ(d.target_rate(), rc) << "after a timer increase (clamp_tgt_rate_after_time_inc 1)";
+
+  Dcqcn no_ati(DcqcnConfig::parse({{"clamp_tgt_rate_after_time_inc", 0}}, line), line);
+  no_ati.on_cnp(0);
+  no_ati.on_timer(no_ati.next_timer_ns());
+  no_ati.on_cnp(no_ati.next_timer_ns());
+  EXPECT_EQ(no_ati.target_rate(), line) << "a timer increase alone does not clamp";
+  EXPECT_THROW(DcqcnConfig::parse({{"clamp_tgt_rate", 2}}, line), std::invalid_argument);
 }
 
 TEST(Dcqcn, AtMostOneCutPerRateReduceMonitorPeriod) {
@@ -95,7 +130,8 @@ TEST(Dcqcn, AtMostOneCutPerRateReduceMonitorPeriod) {
 }
 
 // Small numbers: a 10 Gb/s line, F = 2, byte counter every 1000 B, timer every 100 us, AI 100 Mb/s, HAI
-// 1000 Mb/s, and g = 1 (dce_tcp_g 0) so that alpha is 1023/1024 then 1 at every cut.
+// 1000 Mb/s, g = 1 (dce_tcp_g 0) so that alpha is 1023/1024 then 1 at every cut, and clamp_tgt_rate 1 (the
+// paper's Rt = Rc at every cut).
 Dcqcn small() {
   return Dcqcn(DcqcnConfig::parse({{"rpg_threshold", 2},
                                    {"rpg_byte_reset", 1000},
@@ -103,7 +139,8 @@ Dcqcn small() {
                                    {"rpg_ai_rate", 100},
                                    {"rpg_hai_rate", 1000},
                                    {"dce_tcp_g", 0},
-                                   {"rate_reduce_monitor_period", 0}},
+                                   {"rate_reduce_monitor_period", 0},
+                                   {"clamp_tgt_rate", 1}},
                                   10'000'000'000ull),
                10'000'000'000ull);
 }

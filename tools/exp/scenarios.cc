@@ -62,13 +62,15 @@ Common common(RunOptions& o, const std::string& default_cc, sim::FabricConfig fa
   c.host.cc = o.cc.empty() ? default_cc : o.cc;
   c.host.cc_params = k.cc_params();
   if (c.host.cc == "dcqcn") {
-    // ConnectX's firmware defaults recover far too slowly for a few milliseconds of 100 Gb/s simulation
-    // (rates cut to 1 Mb/s climb back at 5 Mb/s per 300 us); these settle a 16:1 incast within ~1 ms.
-    // cc.<key>=... overrides each.
+    // ConnectX's firmware defaults leave a 16:1 incast to PFC: back-to-back CNPs keep the target rate at
+    // the line rate (clamp_tgt_rate 0), so fast recovery heads straight back there and the queue sits at the
+    // pause threshold. The paper's rule (Rt = Rc at every cut) with faster, finer recovery settles it within
+    // ~1 ms. cc.<key>=... overrides each.
     for (const auto& [key, v] : {std::pair<const char*, double>{"rpg_min_rate", 100},
                                  {"rpg_time_reset", 20},
                                  {"rpg_ai_rate", 100},
-                                 {"rate_reduce_monitor_period", 10}})
+                                 {"rate_reduce_monitor_period", 10},
+                                 {"clamp_tgt_rate", 1}})
       c.host.cc_params.emplace(key, v);
   }
   // HPCC's additive step (bytes per update); without it a flow never grows its window back after a cut.
