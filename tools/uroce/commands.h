@@ -13,7 +13,7 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
 int cmd_stats(const std::vector<std::string>& args);    // tools/observe/cmd_stats.cc
 int cmd_capture(const std::vector<std::string>& args);  // tools/observe/cmd_capture.cc
-int cmd_exp(const std::vector<std::string>& args);  // tools/exp/cmd_exp.cc
+int cmd_exp(const std::vector<std::string>& args);      // tools/exp/cmd_exp.cc
 
 // "run 'sudo uroce setup' once", plus this executable's full path when `uroce` on PATH is another one.
 std::string setup_instruction();

@@ -15,6 +15,7 @@ struct Command {
   int (*run)(const std::vector<std::string>&);
 };
 
+// clang-format off: one subcommand per line
 constexpr Command kCommands[] = {
     {"setup", uroce::tools::cmd_setup},
     {"env", uroce::tools::cmd_env},
@@ -24,6 +25,7 @@ constexpr Command kCommands[] = {
     {"capture", uroce::tools::cmd_capture},
     {"exp", uroce::tools::cmd_exp},
 };
+// clang-format on
 
 constexpr int kExitUsage = 2;
 
