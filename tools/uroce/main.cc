@@ -15,7 +15,8 @@ struct Command {
   int (*run)(const std::vector<std::string>&);
 };
 
-// clang-format off: one subcommand per line
+// One subcommand per line.
+// clang-format off
 constexpr Command kCommands[] = {
     {"setup", uroce::tools::cmd_setup},
     {"env", uroce::tools::cmd_env},
