@@ -9,3 +9,12 @@ uroce_require_setup() {
   fi
 }
 
+#   wait_listen PORT           - waits (up to 20 s) until something listens on TCP PORT: a verbs server's
+#                                out-of-band socket. 1 if nothing did.
+wait_listen() {
+  for _ in $(seq 200); do
+    ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }
+    sleep 0.1
+  done
+  return 1
+}

@@ -8,8 +8,6 @@
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-# Waits (up to 20 s) until something listens on TCP port $1: the server's out-of-band socket.
-wait_listen() { for _ in $(seq 200); do ss -Hltn "sport = :$1" | grep -q . && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
 uroce_require_setup "$uroce"
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
