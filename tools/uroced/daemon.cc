@@ -35,6 +35,7 @@ constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs 
 constexpr uint64_t kIdleAfterNs = 1'000'000'000;
 constexpr uint64_t kControlEveryNs = 1'000'000;
 constexpr uint64_t kConnTimeoutNs = 2'000'000'000;
+constexpr uint64_t kStallNs = 50'000'000;
 constexpr uint32_t kPortMbufs = 2048;
 
 volatile sig_atomic_t g_signalled = 0;
@@ -177,12 +178,15 @@ int Daemon::run() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);  // the daemon outlives the terminal it was started from
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
 
   uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
   while (!stop_ && !g_signalled) {
     const uint64_t now = now_ns();
-    if (sw_.poll(now)) {
+    const bool work = sw_.poll(now) != 0;
+    note_pass(now, now_ns());
+    if (work) {
       last_work = now;
       nap = kMinNapNs;
     }
@@ -211,6 +215,16 @@ int Daemon::run() {
   }
   if (g_signalled) log("signalled: exiting");
   return 0;
+}
+
+void Daemon::note_pass(uint64_t start_ns, uint64_t end_ns) {
+  const uint64_t took = end_ns - start_ns;
+  longest_pass_ns_ = std::max(longest_pass_ns_, took);
+  if (took < kStallNs) return;
+  ++stalls_;
+  log("a switching pass took %lu ms: the daemon was not scheduled (more busy threads than cores?); "
+      "peers' ACK timers kept running (stalls so far: %lu)",
+      took / 1'000'000, stalls_);
 }
 
 std::vector<pollfd> Daemon::control_fds() const {
@@ -375,7 +389,8 @@ void Daemon::release(size_t idx, const char* why) {
 
 std::string Daemon::do_stats() const {
   std::string out = "uroced pid=" + std::to_string(getpid()) + " leases=" + std::to_string(leases_.size()) +
-                    " leases_total=" + std::to_string(leases_total_) +
+                    " leases_total=" + std::to_string(leases_total_) + " stalls=" + std::to_string(stalls_) +
+                    " longest_pass_us=" + std::to_string(longest_pass_ns_ / 1000) +
                     " macs=" + std::to_string(sw_.learned_macs()) +
                     " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +
                     " idle_exit=" + std::to_string(cfg_.idle_exit_s) + "\n";

@@ -59,6 +59,7 @@ class Daemon {
   void release(size_t idx, const char* why);
   uint32_t pick_ip() const;
   std::vector<pollfd> control_fds() const;
+  void note_pass(uint64_t start_ns, uint64_t end_ns);
   void log(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
 
   DaemonConfig cfg_;
@@ -73,6 +74,10 @@ class Daemon {
   std::vector<Conn> conns_;
   uint64_t last_client_ns_ = 0;  // when the last lease ended (or the daemon started)
   uint64_t leases_total_ = 0;
+  // A switching pass takes microseconds; one that took kStallNs or more means the daemon was runnable but
+  // not scheduled (more busy threads than cores). Counted and logged: peers' ACK timers run meanwhile.
+  uint64_t stalls_ = 0;
+  uint64_t longest_pass_ns_ = 0;
 };
 
 uint64_t now_ns();

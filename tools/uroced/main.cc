@@ -58,7 +58,12 @@ int launch_daemon(const DaemonConfig& dc, const std::filesystem::path& base) {
     return 1;
   }
   close(pfd[0]);
-  setsid();
+  // A process group of its own (a terminal's Ctrl-C does not reach it; SIGHUP is ignored in run()), but
+  // the starter's session, not setsid(): with the kernel's scheduler autogroups (on by default) a session
+  // is a task group, and a switch alone in its group was measured starved of CPU for ~0.5 s at a time
+  // while busy-polling verbs processes (the group next door) outnumbered the cores: every peer's ACK timer
+  // then expired at once (docs/uroced.md, "Scheduling").
+  setpgid(0, 0);
   umask(077);
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const int logfd = open(log_path(base).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
