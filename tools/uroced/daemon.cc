@@ -178,7 +178,7 @@ int Daemon::run() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);  // the daemon outlives the terminal it was started from
+  signal(SIGHUP, SIG_IGN);                    // the daemon outlives the terminal it was started from
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
 
   uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
