@@ -1,6 +1,13 @@
 // uroce exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value ...]
 // uroce exp --list
+// uroce exp --realtime SCENARIO ...   (tools/exp/realtime.sh: real verbs traffic through uroced)
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -8,6 +15,7 @@
 #include "tools/exp/runner.h"
 #include "tools/uroce/cli.h"
 #include "tools/uroce/commands.h"
+#include "tools/uroce/paths.h"
 
 namespace uroce::tools {
 
@@ -37,9 +45,45 @@ void list(FILE* f) {
       "headroom_kb buffer_kb credit_kb dt_alpha int, and cc.<param> for the algorithm's parameters.\n");
 }
 
+// The real-time runner is a script (it starts uroced and perftest processes and samples their counters);
+// it finds uroce and uroced through UROCE and UROCED. Does not return unless exec fails.
+int exec_realtime(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  const fs::path dir = self_dir();
+  std::error_code ec;
+  fs::path script = "uroce-exp-realtime";
+  for (const fs::path& p :
+       {dir / "exp" / "uroce-exp-realtime", dir / ".." / "libexec" / "uroce" / "uroce-exp-realtime"})
+    if (!dir.empty() && fs::is_regular_file(p, ec)) {
+      script = p;
+      break;
+    }
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) setenv("UROCE", self.c_str(), 0);
+  for (const fs::path& p : {dir / "uroced" / "uroced", dir / "uroced"})
+    if (!dir.empty() && fs::is_regular_file(p, ec)) {
+      setenv("UROCED", p.c_str(), 0);
+      break;
+    }
+  std::vector<std::string> words = {"bash", script.string()};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  execvp("bash", argv.data());
+  std::fprintf(stderr, "uroce exp --realtime: cannot run %s: %s\n", script.c_str(), std::strerror(errno));
+  return 1;
+}
+
 }  // namespace
 
 int cmd_exp(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] == "--realtime") {
+      std::vector<std::string> rest(args.begin(), args.end());
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      return exec_realtime(rest);
+    }
   exp::RunOptions opt;
   std::string name, out = "exp-out";
   bool plots = true;
