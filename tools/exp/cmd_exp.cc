@@ -42,7 +42,8 @@ void list(FILE* f) {
   std::fprintf(
       f,
       "\nCommon keys: link_gbps delay_ns msg_kb ecn kmin_kb kmax_kb pmax fc=none|pfc|credit xoff_kb xon_kb "
-      "headroom_kb buffer_kb credit_kb dt_alpha int, and cc.<param> for the algorithm's parameters.\n");
+      "headroom_kb buffer_kb credit_kb dt_alpha int, and cc.<param> for the algorithm's parameters.\n"
+      "\nReal verbs traffic through uroced instead of the simulator: uroce exp --realtime --list.\n");
 }
 
 // The real-time runner is a script (it starts uroced and perftest processes and samples their counters);
