@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "transport/params.h"
+#include "transport/wire/icrc.h"
 
 namespace uroce {
 
@@ -86,6 +87,15 @@ void sge_gather(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
     std::memcpy(dst, p, n);
     dst += n;
   });
+}
+
+uint32_t sge_gather_crc(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len,
+                        uint32_t crc) {
+  walk(sge, num_sge, offset, len, [&dst, &crc](uint8_t* p, uint32_t n) {
+    crc = wire::crc32_copy_update(crc, dst, wire::ConstBytes(p, n));
+    dst += n;
+  });
+  return crc;
 }
 
 void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src, uint32_t len) {

@@ -67,6 +67,9 @@ bool mr_access_valid(uint32_t access);
 
 // Copies between a message and the SGE list it is scattered over. The SGEs must have been validated.
 void sge_gather(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len);
+// sge_gather, continuing the CRC-32 state `crc` over the bytes as they are copied (one pass); returns it.
+uint32_t sge_gather_crc(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len,
+                        uint32_t crc);
 void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src, uint32_t len);
 
 }  // namespace uroce

@@ -210,7 +210,7 @@ class Qp {
   uint64_t pace_next() const;  // when the next paced (data) frame may start
   // CC bookkeeping shared by the roles (tx.cc).
   void rtt_sent(uint32_t psn, bool first_time,
-                uint32_t len);              // a request packet with `len` payload bytes left
+                uint32_t len);              // the request packet emit() just sent, `len` payload bytes
   uint64_t rtt_sample(uint32_t psn) const;  // now - send time of `psn`, 0 if unknown or re-sent (Karn)
   void cc_account();                        // folds the algorithm's new rate changes into the counters
   // Payload bytes an acknowledgement through `last_psn` (covering `npsn` new PSNs) acknowledges.
@@ -252,6 +252,7 @@ class Qp {
   // Pacer: when the last paced frame started and its length (see pace_next(), tx.cc).
   uint64_t pace_start_ns_ = 0;
   uint32_t pace_len_ = 0;
+  uint64_t emitted_ns_ = 0;  // when emit() last handed a frame to the device (the send time rtt_sent records)
   uint64_t inflight_bytes_ = 0;
   // First-transmission times of recent request PSNs, indexed by PSN % kRttRing (RC only).
   struct RttSlot {

@@ -14,12 +14,14 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   if (!buf) return false;
   if (echo && buf->telemetry) *buf->telemetry = *echo;
   const size_t hl = wire::build_headers(h, len, buf->data);
-  sge_gather(sge, num_sge, offset, buf->data + hl, len);
-  const wire::ConstBytes piece[1] = {{buf->data + hl, len}};
-  wire::build_trailer(buf->data, hl, piece, buf->data + hl + len);
+  // Payload gathered from registered memory and checksummed in one pass.
+  const uint32_t crc =
+      sge_gather_crc(sge, num_sge, offset, buf->data + hl, len, wire::icrc_after_headers(buf->data, hl));
+  wire::finish_trailer(crc, len, buf->data + hl + len);
   buf->len = static_cast<uint16_t>(hl + len + wire::trailer_len(len));
 
   const uint64_t now = dev_->now();
+  emitted_ns_ = now;
   cnt_.tx_packets++;
   cnt_.tx_bytes += buf->len;
   if (paced) {  // data: requests and READ responses
@@ -49,7 +51,7 @@ void Qp::rtt_sent(uint32_t psn, bool first_time, uint32_t len) {
   RttSlot& s = rtt_ring_[psn & (params::kRttRing - 1)];
   if (first_time) {
     sent_bytes_ += len;
-    s = RttSlot{psn, false, dev_->now(), sent_bytes_};
+    s = RttSlot{psn, false, emitted_ns_, sent_bytes_};
   } else if (s.psn == psn) {
     s.resent = true;
   }

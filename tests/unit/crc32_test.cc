@@ -97,6 +97,21 @@ TEST_F(Crc32Test, Avx2KernelDirect) {
   }
 }
 
+// The copying variant: the same CRC, the bytes copied exactly, nothing written around the destination.
+TEST_F(Crc32Test, CopyUpdateChecksumsAndCopies) {
+  for (size_t n = 0; n <= 4200; n += n < 300 ? 1 : 37) {
+    const size_t soff = n % 64, doff = (n * 7) % 64;
+    const auto buf = input(soff, n);
+    std::vector<uint8_t> out(n + 128, 0xA5);
+    const uint32_t s = n % 3 == 0 ? 0 : seed();
+    const uint32_t crc = crc32_copy_update(s, out.data() + doff, ConstBytes(buf.data() + soff, n));
+    EXPECT_EQ(crc, zlib_crc(s, buf.data() + soff, n)) << n;
+    EXPECT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    for (size_t i = 0; i < doff; ++i) ASSERT_EQ(out[i], 0xA5) << "before, n " << n;
+    for (size_t i = doff + n; i < out.size(); ++i) ASSERT_EQ(out[i], 0xA5) << "after, n " << n;
+  }
+}
+
 TEST_F(Crc32Test, KnownValues) {
   const char* check = "123456789";  // the CRC catalogue's check input for CRC-32/ISO-HDLC
   EXPECT_EQ(crc32_update(0, ConstBytes(reinterpret_cast<const uint8_t*>(check), 9)), 0xCBF43926u);

@@ -115,23 +115,30 @@ size_t build_headers(const PacketHeaders& h, uint32_t payload_len, uint8_t* out)
   return bth_off + op.hdr_len;
 }
 
-void build_trailer(const uint8_t* hdrs, size_t hdrs_len, std::span<const ConstBytes> payload,
-                   uint8_t* trailer) {
+uint32_t icrc_after_headers(const uint8_t* hdrs, size_t hdrs_len) {
   const uint16_t type = reinterpret_cast<const EthHdr*>(hdrs)->ether_type.get();
   const uint8_t* ip = hdrs + l3_offset(type == kEtherTypeVlan);
   const uint8_t* after_bth = ip + ip_len((ip[0] >> 4) == 6) + sizeof(UdpHdr) + sizeof(Bth);
+  return crc32_update(icrc_begin(ip),
+                      ConstBytes(after_bth, static_cast<size_t>(hdrs + hdrs_len - after_bth)));
+}
 
-  uint32_t crc = icrc_begin(ip);
-  crc = crc32_update(crc, ConstBytes(after_bth, static_cast<size_t>(hdrs + hdrs_len - after_bth)));
+void finish_trailer(uint32_t crc, size_t payload_len, uint8_t* trailer) {
+  const size_t pad = -payload_len & 3;
+  std::memset(trailer, 0, pad);
+  crc = crc32_update(crc, ConstBytes(trailer, pad));
+  icrc_store(trailer + pad, crc);
+}
+
+void build_trailer(const uint8_t* hdrs, size_t hdrs_len, std::span<const ConstBytes> payload,
+                   uint8_t* trailer) {
+  uint32_t crc = icrc_after_headers(hdrs, hdrs_len);
   size_t payload_len = 0;
   for (ConstBytes piece : payload) {
     crc = crc32_update(crc, piece);
     payload_len += piece.size();
   }
-  const size_t pad = -payload_len & 3;
-  std::memset(trailer, 0, pad);
-  crc = crc32_update(crc, ConstBytes(trailer, pad));
-  icrc_store(trailer + pad, crc);
+  finish_trailer(crc, payload_len, trailer);
 }
 
 size_t build_frame(const PacketHeaders& h, ConstBytes payload, uint8_t* out) {

@@ -132,29 +132,47 @@ UROCE_AVX2_CLMUL inline __m128i fold128(__m128i a, const FoldConst& c) {
   return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
 }
 
+// Stores a block just loaded from src + off at dst + off when copying (kCopy), else nothing.
+template <bool kCopy>
+UROCE_AVX2_CLMUL inline __m256i take256(const uint8_t* p, const uint8_t* src, uint8_t* dst) {
+  const __m256i v = load256(p);
+  if constexpr (kCopy) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (p - src)), v);
+  return v;
+}
+template <bool kCopy>
+UROCE_AVX2_CLMUL inline __m128i take128(const uint8_t* p, const uint8_t* src, uint8_t* dst) {
+  const __m128i v = load128(p);
+  if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (p - src)), v);
+  return v;
+}
+
 // 32 or more bytes: folds everything from p down to whole 32-byte blocks into one register, then into one
-// 128-bit chunk. Advances p past the bytes consumed (fewer than 32 remain).
-UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* end, uint32_t init) {
+// 128-bit chunk. Advances p past the bytes consumed (fewer than 32 remain). With kCopy, every byte folded
+// is also stored at the same offset from dst as it lies from src.
+template <bool kCopy>
+UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* end, uint32_t init,
+                                            const uint8_t* src, uint8_t* dst) {
   const __m256i seed = _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(init));
   __m256i acc;
   if (end - p >= static_cast<ptrdiff_t>(kStride)) {
     __m256i a[kAcc];
 #pragma GCC unroll 8
-    for (int i = 0; i < kAcc; ++i) a[i] = load256(p + 32 * i);
+    for (int i = 0; i < kAcc; ++i) a[i] = take256<kCopy>(p + 32 * i, src, dst);
     a[0] = _mm256_xor_si256(a[0], seed);
     p += kStride;
     for (; end - p >= static_cast<ptrdiff_t>(kStride); p += kStride) {
 #pragma GCC unroll 8
-      for (int i = 0; i < kAcc; ++i) a[i] = _mm256_xor_si256(fold256(a[i], kC.stride), load256(p + 32 * i));
+      for (int i = 0; i < kAcc; ++i)
+        a[i] = _mm256_xor_si256(fold256(a[i], kC.stride), take256<kCopy>(p + 32 * i, src, dst));
     }
     acc = a[kAcc - 1];
 #pragma GCC unroll 8
     for (int i = 0; i < kAcc - 1; ++i) acc = _mm256_xor_si256(acc, fold256(a[i], kC.merge[i]));
   } else {
-    acc = _mm256_xor_si256(load256(p), seed);
+    acc = _mm256_xor_si256(take256<kCopy>(p, src, dst), seed);
     p += 32;
   }
-  for (; end - p >= 32; p += 32) acc = _mm256_xor_si256(fold256(acc, kC.d32), load256(p));
+  for (; end - p >= 32; p += 32) acc = _mm256_xor_si256(fold256(acc, kC.d32), take256<kCopy>(p, src, dst));
   return _mm_xor_si128(fold128(_mm256_castsi256_si128(acc), kC.d16), _mm256_extracti128_si256(acc, 1));
 }
 
@@ -180,28 +198,43 @@ bool crc32_avx2_preferred() {
          !__builtin_cpu_supports("avx512f");
 }
 
-UROCE_AVX2_CLMUL uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n) {
+namespace {
+
+template <bool kCopy>
+UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, size_t n, uint8_t* dst) {
+  const uint8_t* p = src;
   const uint8_t* const end = p + n;
   __m128i x;
   if (n >= 32) {
-    x = fold_blocks(p, end, ~crc);
+    x = fold_blocks<kCopy>(p, end, ~crc, src, dst);
   } else {
-    x = _mm_xor_si128(load128(p), _mm_cvtsi32_si128(static_cast<int>(~crc)));
+    x = _mm_xor_si128(take128<kCopy>(p, src, dst), _mm_cvtsi32_si128(static_cast<int>(~crc)));
     p += 16;
   }
   if (end - p >= 16) {
-    x = _mm_xor_si128(fold128(x, kC.d16), load128(p));
+    x = _mm_xor_si128(fold128(x, kC.d16), take128<kCopy>(p, src, dst));
     p += 16;
   }
   if (const auto r = end - p; r > 0) {
     // r < 16 bytes remain after x. The first r bytes of x, as a zero-padded chunk 16 bytes ahead, fold
     // onto the next 16 bytes: the rest of x followed by the tail, which is the input's last 16 bytes.
+    if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n - 16), load128(end - 16));
     const __m128i head_ctl = load128(kC.shuffle + r);       // byte j: x[j + r - 16], or zero
     const __m128i rest_ctl = load128(kC.shuffle + 16 + r);  // byte j: x[j + r], or zero
     const __m128i rest = _mm_blendv_epi8(load128(end - 16), _mm_shuffle_epi8(x, rest_ctl), head_ctl);
     x = _mm_xor_si128(fold128(_mm_shuffle_epi8(x, head_ctl), kC.d16), rest);
   }
   return reduce(x);
+}
+
+}  // namespace
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n) {
+  return crc32_core<false>(crc, p, n, nullptr);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n) {
+  return crc32_core<true>(crc, src, n, dst);
 }
 
 }  // namespace uroce::wire

@@ -20,4 +20,8 @@ bool crc32_avx2_preferred();
 // alignment.
 uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n);
 
+// The same CRC of src[0, n), and src copied to dst on the way (one pass over the bytes instead of two).
+// dst and src must not overlap; same requirements as crc32_avx2.
+uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n);
+
 }  // namespace uroce::wire

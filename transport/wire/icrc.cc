@@ -18,6 +18,13 @@ uint32_t crc32_update(uint32_t crc, ConstBytes data) {
   return crc32_gzip_refl(crc, data.data(), data.size());
 }
 
+uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
+  static const bool avx2 = crc32_avx2_preferred();
+  if (src.size() >= kCrc32Avx2MinLen && avx2) return crc32_copy_avx2(crc, dst, src.data(), src.size());
+  if (!src.empty()) std::memcpy(dst, src.data(), src.size());
+  return crc32_update(crc, ConstBytes(dst, src.size()));
+}
+
 namespace {
 
 constexpr size_t kLrhStandIn = 8;

@@ -22,6 +22,9 @@ using ConstBytes = std::span<const uint8_t>;
 // Raw CRC-32 (zlib-compatible) continuation: crc32_update(crc32_update(0, a), b) == crc32(a || b).
 uint32_t crc32_update(uint32_t crc, ConstBytes data);
 
+// crc32_update(crc, src), and src copied to dst (not overlapping) in the same pass where the CPU allows.
+uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src);
+
 // CRC state after the masked invariant prefix (LRH stand-in, IP, UDP, BTH) of the packet whose IP header is
 // at `ip` (same layout rule as below). Continue with crc32_update over the bytes after the BTH; the result is
 // the ICRC value.

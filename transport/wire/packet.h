@@ -157,6 +157,13 @@ size_t build_headers(const PacketHeaders& h, uint32_t payload_len, uint8_t* out)
 void build_trailer(const uint8_t* hdrs, size_t hdrs_len, std::span<const ConstBytes> payload,
                    uint8_t* trailer);
 
+// The same ICRC in two steps, for a sender that checksums the payload while it copies it into the frame:
+// icrc_after_headers gives the CRC state after the headers (masked prefix and extension headers);
+// continue it over the payload pieces in order (crc32_update / crc32_copy_update), then finish_trailer
+// writes pad and ICRC for `payload_len` bytes of payload.
+uint32_t icrc_after_headers(const uint8_t* hdrs, size_t hdrs_len);
+void finish_trailer(uint32_t crc, size_t payload_len, uint8_t* trailer);
+
 // Convenience for tools and tests: headers, copied payload and trailer contiguous in `out`, which must hold
 // headers_len(h) + payload.size() + trailer_len(payload.size()) bytes. Returns the frame length.
 size_t build_frame(const PacketHeaders& h, ConstBytes payload, uint8_t* out);
