@@ -80,6 +80,9 @@ int cmd_run(const std::vector<std::string>& raw_args) {
     }
     parsed.device.ip = *ip;
     port = lease.port_spec;
+    // uroced is a third busy process on the path: a CQ poller that has waited a while gives up its core
+    // (provider/verbs_cq.cc), so that the switch runs when the frame it waits for needs forwarding.
+    setenv("UROCE_POLL_YIELD", "1", 0);
   }
   if (!port.empty() && setenv("UROCE_PORT", port.c_str(), 1) != 0) {
     std::fprintf(stderr, "uroce run: setenv UROCE_PORT: %s\n", std::strerror(errno));

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -40,6 +41,14 @@ constexpr uint32_t kPortMbufs = 2048;
 
 volatile sig_atomic_t g_signalled = 0;
 void on_signal(int) { g_signalled = 1; }
+
+bool yield_in_spin() {
+  static const bool v = [] {
+    const char* e = std::getenv("UROCED_YIELD");
+    return !(e && std::string(e) == "0");
+  }();
+  return v;
+}
 
 uint64_t spin_ns() {
   static const uint64_t v = [] {
@@ -196,6 +205,9 @@ int Daemon::run() {
         if (poll(fds.data(), fds.size(), 0) > 0) serve_control(fds);
         last_control = now;
       }
+      // Spinning for the next frame, but not holding the core from a process that has work (on a host with
+      // more busy pollers than cores, that process is often the one the next frame must come from).
+      if (!work && yield_in_spin()) sched_yield();
       continue;
     }
     if (leases_.empty() && cfg_.idle_exit_s &&
