@@ -76,7 +76,7 @@ run_variant() {
     if [ "$vcc" != none ] && [ -n "$ccparams" ]; then export UROCE_CC_PARAMS=$ccparams; else unset UROCE_CC_PARAMS; fi
     "$uroced" --daemon --rate "$rate" "${ecn_args[@]}" --idle-exit 5 >/dev/null || exit 1
     local port=$((19500 + RANDOM % 400)) args spid cpid
-    args=(ib_write_bw -d uroce0 -x 0 -F -q "$flows" -s "$msg" -D "$duration" -p $port)
+    args=(ib_write_bw -d uroce0 -x 0 -F -q "$flows" -s "$msg" -D "$duration" -p "$port")
     "$uroce" run --port uroced -- "${args[@]}" >"$vdir/server.log" 2>&1 &
     spid=$!
     for _ in $(seq 100); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
