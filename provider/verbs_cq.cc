@@ -82,6 +82,27 @@ bool yield_when_idle() {
   return on;
 }
 
+// Called after every CQ poll, without the device lock. With UROCE_POLL_YIELD=1, a thread that has found
+// nothing for a while lets other runnable threads have its core: through uroced, the switch is a third busy
+// process, and with more busy pollers than cores the frame this thread waits for sits in uroced until it
+// gets a core (ib_send_lat through uroced: median 55-87 us without, 11-15 us with). Not sooner than
+// kYieldAfterNs (a direct peer answers within microseconds and a yield that overlaps the answer delays it),
+// and off by default: over a direct pair it cost ib_write_bw ~15%. sched_yield returns at once when nothing
+// else wants the core.
+void after_poll(bool found) {
+  thread_local uint64_t empty_since = 0;
+  if (found) {
+    empty_since = 0;
+  } else if (yield_when_idle()) {
+    const uint64_t now = mono_ns();
+    if (empty_since == 0) {
+      empty_since = now;
+    } else if (now - empty_since > kYieldAfterNs) {
+      sched_yield();
+    }
+  }
+}
+
 int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
   Engine& e = engine(ibv->context);
@@ -101,24 +122,8 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
     total += got;
     if (got < 32) break;
   }
-  // With UROCE_POLL_YIELD=1, a thread that has found nothing for a while lets other runnable threads have
-  // its core: through uroced, the switch is a third busy process, and with more busy pollers than cores
-  // the frame this thread waits for sits in uroced until it gets a core (ib_send_lat through uroced: median
-  // 55-87 us without, 11-15 us with). Not sooner than kYieldAfterNs (a direct peer answers within
-  // microseconds and a yield that overlaps the answer delays it), and off by default: over a direct pair
-  // it cost ib_write_bw ~15%. sched_yield returns at once when nothing else wants the core.
-  thread_local uint64_t empty_since = 0;
-  if (total) {
-    empty_since = 0;
-  } else if (yield_when_idle()) {
-    const uint64_t now = mono_ns();
-    if (empty_since == 0) {
-      empty_since = now;
-    } else if (now - empty_since > kYieldAfterNs) {
-      lock.unlock();
-      sched_yield();
-    }
-  }
+  lock.unlock();
+  after_poll(total != 0);
   return total;
 }
 
@@ -160,7 +165,10 @@ int next_poll(ibv_cq_ex* cq) {
   return 0;
 }
 int start_poll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
-  return attr && attr->comp_mask ? EINVAL : next_poll(cq);
+  if (attr && attr->comp_mask) return EINVAL;
+  const int rc = next_poll(cq);
+  after_poll(rc == 0);
+  return rc;
 }
 void end_poll(ibv_cq_ex*) {}
 ibv_wc_opcode read_opcode(ibv_cq_ex* cq) { return static_cast<ibv_wc_opcode>(from_ex(cq)->cur.opcode); }
