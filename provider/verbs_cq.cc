@@ -66,7 +66,7 @@ int destroy_cq(ibv_cq* ibv) {
   return 0;
 }
 
-constexpr uint64_t kYieldAfterNs = 8'000;
+constexpr uint64_t kYieldAfterNs = 8'000, kLongYieldNs = 1'000'000, kYieldOffNs = 20'000'000;
 
 uint64_t mono_ns() {
   timespec ts;
@@ -90,15 +90,18 @@ bool yield_when_idle() {
 // and off by default: over a direct pair it cost ib_write_bw ~15%. sched_yield returns at once when nothing
 // else wants the core.
 void after_poll(bool found) {
-  thread_local uint64_t empty_since = 0;
+  thread_local uint64_t empty_since = 0, yield_off_until = 0;
   if (found) {
     empty_since = 0;
   } else if (yield_when_idle()) {
     const uint64_t now = mono_ns();
     if (empty_since == 0) {
       empty_since = now;
-    } else if (now - empty_since > kYieldAfterNs) {
+    } else if (now - empty_since > kYieldAfterNs && now >= yield_off_until) {
       sched_yield();
+      // A yield that kept us off the core for long went to a process with work of its own (a compiler, a
+      // bandwidth test), not to a peer that answers and yields back: stop yielding for a while.
+      if (mono_ns() - now > kLongYieldNs) yield_off_until = now + kYieldOffNs;
     }
   }
 }
