@@ -36,8 +36,8 @@ TEST(TokenBucket, ZeroRateIsUnlimited) {
 TEST(Red, SelectionProbabilityFollowsTheLinearRamp) {
   Red red(42);
   red.configure({true, 10'000, 20'000, 0.2});
-  EXPECT_FALSE(red.select(9'999));
-  EXPECT_TRUE(red.select(20'000));
+  EXPECT_FALSE(red.select(10'000));  // the profile is the DCQCN paper's: 0 up to kmin, 1 above kmax
+  EXPECT_TRUE(red.select(20'001));
   EXPECT_TRUE(red.select(1'000'000));
   int hits = 0;
   constexpr int kTrials = 100'000;

@@ -9,8 +9,6 @@ namespace uroce::uroced {
 
 namespace {
 constexpr uint64_t kNsPerSec = 1'000'000'000;
-constexpr uint8_t kEcnMask = 0x3;
-constexpr uint8_t kEcnCe = 0x3;
 }  // namespace
 
 void TokenBucket::configure(uint64_t rate_bps, uint64_t burst_bytes, uint64_t now_ns) {
@@ -42,50 +40,16 @@ uint64_t Red::next() {
 }
 
 bool Red::select(uint64_t q) {
-  if (!p_.enabled || q < p_.kmin) return false;
-  if (q >= p_.kmax) return true;
-  const double p = p_.pmax * static_cast<double>(q - p_.kmin) / static_cast<double>(p_.kmax - p_.kmin);
+  // The marking profile is the simulator's (DCQCN paper: 0 up to kmin, a ramp to pmax at kmax, 1 above).
+  sim::EcnConfig e;
+  e.enabled = p_.enabled;
+  e.kmin_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmin, UINT32_MAX));
+  e.kmax_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmax, UINT32_MAX));
+  e.pmax = p_.pmax;
+  const double p = sim::red_mark_probability(e, q);
+  if (p <= 0) return false;
+  if (p >= 1) return true;
   return static_cast<double>(next() >> 11) * 0x1.0p-53 < p;
-}
-
-EcnResult mark_ce(uint8_t* f, uint32_t len) {
-  using namespace wire;
-  uint32_t off = sizeof(EthHdr);
-  if (len < off) return EcnResult::kNotIp;
-  uint16_t type = reinterpret_cast<const EthHdr*>(f)->ether_type.get();
-  if (type == kEtherTypeVlan) {
-    if (len < off + sizeof(VlanTag)) return EcnResult::kNotIp;
-    type = reinterpret_cast<const VlanTag*>(f + off)->ether_type.get();
-    off += sizeof(VlanTag);
-  }
-  if (type == kEtherTypeIpv4) {
-    if (len < off + sizeof(Ipv4Hdr)) return EcnResult::kNotIp;
-    auto* ip = reinterpret_cast<Ipv4Hdr*>(f + off);
-    if (ipv4_version(*ip) != 4) return EcnResult::kNotIp;
-    const uint8_t ecn = ip->tos & kEcnMask;
-    if (ecn == 0) return EcnResult::kNotEct;
-    if (ecn == kEcnCe) return EcnResult::kAlreadyCe;
-    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') over the 16-bit word holding version/IHL and TOS.
-    const uint16_t m = static_cast<uint16_t>(ip->ver_ihl << 8 | ip->tos);
-    ip->tos |= kEcnCe;
-    const uint16_t m2 = static_cast<uint16_t>(ip->ver_ihl << 8 | ip->tos);
-    uint32_t sum = static_cast<uint16_t>(~ip->csum.get()) + static_cast<uint16_t>(~m) + m2;
-    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-    ip->csum.set(static_cast<uint16_t>(~sum));
-    return EcnResult::kMarked;
-  }
-  if (type == kEtherTypeIpv6) {
-    if (len < off + sizeof(Ipv6Hdr)) return EcnResult::kNotIp;
-    auto* ip = reinterpret_cast<Ipv6Hdr*>(f + off);
-    if (ipv6_version(*ip) != 6) return EcnResult::kNotIp;
-    const uint32_t w = ip->ver_tc_flow.get();
-    const uint8_t ecn = (w >> 20) & kEcnMask;
-    if (ecn == 0) return EcnResult::kNotEct;
-    if (ecn == kEcnCe) return EcnResult::kAlreadyCe;
-    ip->ver_tc_flow.set(w | (uint32_t{kEcnCe} << 20));
-    return EcnResult::kMarked;
-  }
-  return EcnResult::kNotIp;
 }
 
 }  // namespace uroce::uroced

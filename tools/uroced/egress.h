@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "transport/sim/fabric.h"
+
 namespace uroce::uroced {
 
 // Token bucket in bytes of frame (Ethernet header through ICRC; no preamble, gap or FCS: memif carries
@@ -32,9 +34,9 @@ class TokenBucket {
 };
 
 // RED with ECN only (as DCQCN-era switches are configured): a frame enqueued while the queue holds q bytes
-// is selected with probability 0 below kmin, pmax * (q - kmin) / (kmax - kmin) between, and 1 from kmax
-// on. A selected ECT frame is marked CE; a selected Not-ECT frame passes unmarked (and is counted): RED
-// never drops here, the buffer limit does.
+// is selected with probability 0 up to kmin, pmax * (q - kmin) / (kmax - kmin) up to kmax, and 1 above
+// (sim::red_mark_probability, the simulator's profile). A selected ECT frame is marked CE; a selected Not-ECT
+// frame passes unmarked (and is counted): RED never drops here, the buffer limit does.
 struct RedParams {
   bool enabled = false;
   uint64_t kmin = 0;  // bytes
@@ -56,16 +58,9 @@ class Red {
   uint64_t state_ = 1;
 };
 
-enum class EcnResult : uint8_t {
-  kNotIp,      // no IPv4/IPv6 header (possibly after one 802.1Q tag): nothing to mark
-  kNotEct,     // ECN field 00
-  kMarked,     // ECT(0)/ECT(1) turned into CE; the IPv4 header checksum was updated
-  kAlreadyCe,  // CE already
-};
-
-// Marks CE in the IP header of an Ethernet frame of `len` bytes, in place. The IPv4 checksum is updated
-// incrementally (RFC 1624), so IPv4 options are fine. The RoCEv2 ICRC masks TOS/traffic class (A17.4.3),
-// so it stays valid.
-EcnResult mark_ce(uint8_t* frame, uint32_t len);
+// CE marking is the simulator's (transport/sim/fabric.h), shared: an Ethernet frame of `len` bytes, in
+// place, with or without one 802.1Q tag.
+using sim::EcnResult;
+inline EcnResult mark_ce(uint8_t* frame, uint32_t len) { return sim::mark_ce_frame(frame, len); }
 
 }  // namespace uroce::uroced

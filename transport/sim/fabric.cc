@@ -98,20 +98,53 @@ FrameClass classify(const uint8_t* f, uint16_t len, uint64_t salt) {
   return c;
 }
 
-bool mark_ce(uint8_t* f, const FrameClass& c) {
-  if (!c.ip ||
-      (c.ecn != static_cast<uint8_t>(wire::Ecn::kEct0) && c.ecn != static_cast<uint8_t>(wire::Ecn::kEct1)))
-    return false;
-  uint8_t* ip = f + c.l3_offset;
-  if (c.ipv4) {
+EcnResult mark_ce_ip(uint8_t* ip, size_t avail) {
+  constexpr uint8_t kEcnMask = 3, kCe = 3;
+  if (avail >= sizeof(wire::Ipv4Hdr) && (ip[0] >> 4) == 4) {
     auto* h = reinterpret_cast<wire::Ipv4Hdr*>(ip);
-    h->tos |= 3;
-    h->csum.set(0);
-    h->csum.set(wire::ipv4_checksum(*h));
-  } else {
-    ip[1] |= 0x30;  // the traffic class's ECN bits are bits 5..4 of the second byte
+    const uint8_t ecn = h->tos & kEcnMask;
+    if (ecn == 0) return EcnResult::kNotEct;
+    if (ecn == kCe) return EcnResult::kAlreadyCe;
+    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') over the 16-bit word holding version/IHL and TOS.
+    const uint16_t m = static_cast<uint16_t>(h->ver_ihl << 8 | h->tos);
+    h->tos |= kCe;
+    const uint16_t m2 = static_cast<uint16_t>(h->ver_ihl << 8 | h->tos);
+    uint32_t sum = static_cast<uint16_t>(~h->csum.get()) + static_cast<uint16_t>(~m) + m2;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    h->csum.set(static_cast<uint16_t>(~sum));
+    return EcnResult::kMarked;
   }
-  return true;
+  if (avail >= sizeof(wire::Ipv6Hdr) && (ip[0] >> 4) == 6) {
+    auto* h = reinterpret_cast<wire::Ipv6Hdr*>(ip);
+    const uint32_t w = h->ver_tc_flow.get();
+    const uint8_t ecn = (w >> 20) & kEcnMask;
+    if (ecn == 0) return EcnResult::kNotEct;
+    if (ecn == kCe) return EcnResult::kAlreadyCe;
+    h->ver_tc_flow.set(w | (uint32_t{kCe} << 20));
+    return EcnResult::kMarked;
+  }
+  return EcnResult::kNotIp;
+}
+
+EcnResult mark_ce_frame(uint8_t* f, uint32_t len) {
+  if (len < kEthLen) return EcnResult::kNotIp;
+  uint32_t off = kEthLen;
+  uint16_t type = rd16(f + 12);
+  if (type == wire::kEtherTypeVlan) {
+    if (len < kEthLen + kVlanLen) return EcnResult::kNotIp;
+    type = rd16(f + 16);
+    off += kVlanLen;
+  }
+  if (type != wire::kEtherTypeIpv4 && type != wire::kEtherTypeIpv6) return EcnResult::kNotIp;
+  // The version must match the ethertype; anything else is not an IP packet here.
+  if (len == off || (f[off] >> 4) != (type == wire::kEtherTypeIpv4 ? 4 : 6)) return EcnResult::kNotIp;
+  return mark_ce_ip(f + off, len - off);
+}
+
+bool mark_ce(uint8_t* f, const FrameClass& c) {
+  // classify() set c.ip only with a whole IPv4 or IPv6 header in the frame.
+  return c.ip && mark_ce_ip(f + c.l3_offset, c.ipv4 ? sizeof(wire::Ipv4Hdr) : sizeof(wire::Ipv6Hdr)) ==
+                     EcnResult::kMarked;
 }
 
 uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p) {

@@ -73,8 +73,19 @@ struct FrameClass {
 };
 FrameClass classify(const uint8_t* frame, uint16_t len, uint64_t salt);
 
-// Sets CE on an ECT(0)/ECT(1) IP packet and rewrites the IPv4 header checksum. The ICRC masks the
-// TOS / traffic class, so it stays valid. Returns false (frame untouched) when it is not ECT.
+// CE marking, shared by the simulated switch and uroced. The RoCEv2 ICRC masks TOS / traffic class
+// (A17.4.3), so it stays valid.
+enum class EcnResult : uint8_t {
+  kNotIp,      // no IPv4/IPv6 header (possibly after one 802.1Q tag): nothing to mark
+  kNotEct,     // ECN field 00
+  kMarked,     // ECT(0)/ECT(1) turned into CE; an IPv4 header checksum updated (RFC 1624, options fine)
+  kAlreadyCe,  // CE already
+};
+// The IP header at `ip`, `avail` bytes of it present.
+EcnResult mark_ce_ip(uint8_t* ip, size_t avail);
+// An Ethernet frame of `len` bytes, with or without one 802.1Q tag.
+EcnResult mark_ce_frame(uint8_t* frame, uint32_t len);
+// A frame classify() described: true when it was ECT and is CE now (frame untouched otherwise).
 bool mark_ce(uint8_t* frame, const FrameClass& c);
 
 // 802.1Qbb priority-based flow control frame: dst 01:80:C2:00:00:01, MAC control ethertype 0x8808,
