@@ -1,15 +1,14 @@
 // Completion queues: ibv_create_cq / ibv_create_cq_ex (with the ibv_cq_ex polling API), polling,
 // notification through completion channels, resize and destroy.
 #include <dlfcn.h>
-#include <sched.h>
 
 #include <cstdlib>
-#include <ctime>
 #include <new>
 #include <string>
 
 #include "provider/provider.h"
 #include "transport/params.h"
+#include "transport/yield_backoff.h"
 
 namespace uroce::provider {
 
@@ -66,13 +65,7 @@ int destroy_cq(ibv_cq* ibv) {
   return 0;
 }
 
-constexpr uint64_t kYieldAfterNs = 8'000, kLongYieldNs = 1'000'000, kYieldOffNs = 20'000'000;
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
+constexpr uint64_t kYieldAfterNs = 8'000;
 
 bool yield_when_idle() {
   static const bool on = [] {
@@ -90,18 +83,16 @@ bool yield_when_idle() {
 // and off by default: over a direct pair it cost ib_write_bw ~15%. sched_yield returns at once when nothing
 // else wants the core.
 void after_poll(bool found) {
-  thread_local uint64_t empty_since = 0, yield_off_until = 0;
+  thread_local uint64_t empty_since = 0;
+  thread_local YieldBackoff backoff;
   if (found) {
     empty_since = 0;
   } else if (yield_when_idle()) {
-    const uint64_t now = mono_ns();
+    const uint64_t now = SteadyClock().now_ns();
     if (empty_since == 0) {
       empty_since = now;
-    } else if (now - empty_since > kYieldAfterNs && now >= yield_off_until) {
-      sched_yield();
-      // A yield that kept us off the core for long went to a process with work of its own (a compiler, a
-      // bandwidth test), not to a peer that answers and yields back: stop yielding for a while.
-      if (mono_ns() - now > kLongYieldNs) yield_off_until = now + kYieldOffNs;
+    } else if (now - empty_since > kYieldAfterNs) {
+      backoff.yield(now);  // backs off when the core went to a process with work of its own
     }
   }
 }

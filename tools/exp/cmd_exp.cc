@@ -16,6 +16,7 @@
 #include "tools/uroce/cli.h"
 #include "tools/uroce/commands.h"
 #include "tools/uroce/paths.h"
+#include "tools/uroced/client.h"
 
 namespace uroce::tools {
 
@@ -61,11 +62,7 @@ int exec_realtime(const std::vector<std::string>& args) {
     }
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) setenv("UROCE", self.c_str(), 0);
-  for (const fs::path& p : {dir / "uroced" / "uroced", dir / "uroced"})
-    if (!dir.empty() && fs::is_regular_file(p, ec)) {
-      setenv("UROCED", p.c_str(), 0);
-      break;
-    }
+  setenv("UROCED", uroced::find_uroced().c_str(), 0);
   std::vector<std::string> words = {"bash", script.string()};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -25,6 +24,7 @@
 
 #include "pmd_glue/dpdk_eal.h"
 #include "tools/uroced/client.h"
+#include "transport/yield_backoff.h"
 
 namespace uroce::uroced {
 
@@ -37,7 +37,6 @@ constexpr uint64_t kIdleAfterNs = 1'000'000'000;
 constexpr uint64_t kControlEveryNs = 1'000'000;
 constexpr uint64_t kConnTimeoutNs = 2'000'000'000;
 constexpr uint64_t kStallNs = 50'000'000;
-constexpr uint64_t kLongYieldNs = 1'000'000, kYieldOffNs = 20'000'000;
 constexpr uint32_t kPortMbufs = 2048;
 
 volatile sig_atomic_t g_signalled = 0;
@@ -191,7 +190,8 @@ int Daemon::run() {
   signal(SIGHUP, SIG_IGN);                    // the daemon outlives the terminal it was started from
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
 
-  uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs, yield_off_until = 0;
+  uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
+  YieldBackoff backoff;
   while (!stop_ && !g_signalled) {
     const uint64_t now = now_ns();
     const bool work = sw_.poll(now) != 0;
@@ -208,12 +208,7 @@ int Daemon::run() {
       }
       // Spinning for the next frame, but not holding the core from a process that has work (on a host with
       // more busy pollers than cores, that process is often the one the next frame must come from).
-      // A yield that kept the daemon off the core for long went to a process with work of its own (not a
-      // peer that answers and yields back, as `uroce run --port uroced` pollers do): stop for a while.
-      if (!work && yield_in_spin() && now >= yield_off_until) {
-        sched_yield();
-        if (now_ns() - now > kLongYieldNs) yield_off_until = now + kYieldOffNs;
-      }
+      if (!work && yield_in_spin()) backoff.yield(now);
       continue;
     }
     if (leases_.empty() && cfg_.idle_exit_s &&

@@ -1,7 +1,6 @@
 #include "tools/uroced/egress.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "transport/wire/headers.h"
 

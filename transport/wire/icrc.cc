@@ -9,18 +9,25 @@
 
 namespace uroce::wire {
 
-uint32_t crc32_update(uint32_t crc, ConstBytes data) {
-  // With VPCLMULQDQ but no AVX-512, ISA-L falls back to its 128-bit kernel; ours folds twice as many bytes
-  // per carry-less multiply. Elsewhere ISA-L's crc32_gzip_refl (reflected IEEE CRC-32, zlib's init/xorout
-  // convention) picks its own best kernel.
+namespace {
+
+// With VPCLMULQDQ but no AVX-512, ISA-L falls back to its 128-bit kernel; ours folds twice as many bytes
+// per carry-less multiply. Elsewhere ISA-L's crc32_gzip_refl (reflected IEEE CRC-32, zlib's init/xorout
+// convention) picks its own best kernel.
+bool use_avx2(size_t len) {
   static const bool avx2 = crc32_avx2_preferred();
-  if (data.size() >= kCrc32Avx2MinLen && avx2) return crc32_avx2(crc, data.data(), data.size());
+  return avx2 && len >= kCrc32Avx2MinLen;
+}
+
+}  // namespace
+
+uint32_t crc32_update(uint32_t crc, ConstBytes data) {
+  if (use_avx2(data.size())) return crc32_avx2(crc, data.data(), data.size());
   return crc32_gzip_refl(crc, data.data(), data.size());
 }
 
 uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
-  static const bool avx2 = crc32_avx2_preferred();
-  if (src.size() >= kCrc32Avx2MinLen && avx2) return crc32_copy_avx2(crc, dst, src.data(), src.size());
+  if (use_avx2(src.size())) return crc32_copy_avx2(crc, dst, src.data(), src.size());
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
   return crc32_update(crc, ConstBytes(dst, src.size()));
 }

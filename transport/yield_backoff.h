@@ -1,0 +1,31 @@
+// Giving up the core while a busy-polling thread waits, on hosts with more busy pollers than cores (uroced
+// and the processes it serves, provider/verbs_cq.cc and tools/uroced/daemon.cc), and backing off when that
+// hurts: a yield that kept the thread off its core for kLongNs or more went to a process with work of its
+// own (a compiler, a bandwidth test), not to a peer that answers and yields back, so the thread stops
+// yielding for kOffNs.
+#pragma once
+
+#include <sched.h>
+
+#include <cstdint>
+
+#include "transport/clock.h"
+
+namespace uroce {
+
+class YieldBackoff {
+ public:
+  static constexpr uint64_t kLongNs = 1'000'000, kOffNs = 20'000'000;
+
+  // Yields unless backing off. `now_ns` is a SteadyClock reading taken just before.
+  void yield(uint64_t now_ns) {
+    if (now_ns < off_until_) return;
+    sched_yield();
+    if (SteadyClock().now_ns() - now_ns >= kLongNs) off_until_ = now_ns + kOffNs;
+  }
+
+ private:
+  uint64_t off_until_ = 0;
+};
+
+}  // namespace uroce
