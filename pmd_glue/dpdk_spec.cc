@@ -147,6 +147,12 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     if (key == "socket") {
       const size_t max = sizeof(sockaddr_un::sun_path) - 1;
       if (val.size() > max) return fail(err, where + "key 'socket': path longer than " + std::to_string(max));
+      // An abstract-namespace socket has no file permissions: any user on the host may connect to it and
+      // read and write the shared memory of the link. Only filesystem sockets are accepted.
+      if (val[0] == '@')
+        return fail(err, where + "key 'socket': '" + std::string(val) +
+                             "' names an abstract socket, which any local user can connect to; give a "
+                             "filesystem path in a private directory instead");
       s.socket = val;
     } else if (key == "role") {
       if (val != "server" && val != "client") return fail(err, where + "key 'role' must be server or client");
@@ -185,10 +191,10 @@ std::string vdev_args(const PortSpec& s, uint16_t frame_room) {
     case PortKind::kMemif: {
       // memif splits a frame over several bsize-byte descriptors (its default is 2048) and copies it into
       // one mbuf on rx; bsize = the frame room keeps every frame in one descriptor.
-      const bool abstract = s.socket[0] == '@';
+      // socket-abstract defaults to yes in DPDK 22.11: without "no" the path would only be a name in the
+      // abstract namespace, reachable by every local user whatever the directory's permissions.
       return "role=" + std::string(s.server ? "server" : "client") + ",id=" + std::to_string(s.id) +
-             ",socket=" + (abstract ? s.socket.substr(1) : s.socket) +
-             ",socket-abstract=" + (abstract ? "yes" : "no") + ",bsize=" + std::to_string(frame_room) +
+             ",socket=" + s.socket + ",socket-abstract=no,bsize=" + std::to_string(frame_room) +
              ",rsize=" + std::to_string(s.log2_ring);
     }
     case PortKind::kAfPacket: {

@@ -35,9 +35,14 @@ TEST(PortSpec, Memif) {
   EXPECT_EQ(s.mbufs, 1023u);
   EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=/tmp/x,socket-abstract=no,bsize=4352,rsize=8");
 
-  s = parse_ok("memif:socket=@uroce,role=client");
-  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=uroce,socket-abstract=yes,bsize=4352,rsize=10");
+  s = parse_ok("memif:socket=m.sock,role=client");
+  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=m.sock,socket-abstract=no,bsize=4352,rsize=10");
   EXPECT_EQ(s.effective_wait_ms(), 3000);
+
+  // Abstract sockets have no permissions (any local user could attach): refused, naming the value.
+  const std::string e = parse_err("memif:socket=@uroce,role=client");
+  EXPECT_NE(e.find("'@uroce'"), std::string::npos) << e;
+  EXPECT_NE(e.find("abstract"), std::string::npos) << e;
 }
 
 TEST(PortSpec, AfPacketTapRing) {
