@@ -210,7 +210,8 @@ bool DpdkPort::create_device(std::string* err) {
   }
   // The vdev bus picks the driver by name prefix: "net_memif_u3" is probed by net_memif.
   dev_name_ = Eal::unique_name((std::string(vdev_driver(spec_.kind)) + "_u").c_str());
-  const std::string args = vdev_args(spec_, kFrameRoom);
+  const std::string args =
+      vdev_args(spec_, kFrameRoom, spec_.kind == PortKind::kAfPacket ? kernel_mtu(spec_.iface) : -1);
   const std::vector<int> fds_before = spec_.kind == PortKind::kAfPacket ? open_fds() : std::vector<int>{};
   const int rc = rte_vdev_init(dev_name_.c_str(), args.c_str());
   if (rc == 0 && spec_.kind == PortKind::kAfPacket) find_af_packet_socket(fds_before);

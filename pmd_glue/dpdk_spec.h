@@ -2,7 +2,8 @@
 //
 //   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
 //                                          (PATH on the filesystem, see "memif and other users" below)
-//   af_packet:iface=NAME                   a kernel interface through a PACKET_MMAP socket
+//   af_packet:iface=NAME[,rsize=LOG2]      a kernel interface through a PACKET_MMAP socket; its rx ring
+//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots
 //   tap:iface=NAME                         a new kernel tap interface NAME, owned by the port
 //   ring:NAME                              in-process test link: the first two ports opened with the same
 //                                          NAME are joined back to back (rte_ring, no copy)
@@ -37,7 +38,8 @@ struct PortSpec {
   std::string socket;  // filesystem path (never abstract)
   bool server = false;
   uint32_t id = 0;
-  uint8_t log2_ring = 10;
+  uint8_t log2_ring = 10;  // memif; af_packet when ring_size_given
+  bool ring_size_given = false;
   // af_packet, tap
   std::string iface;
   // ring
@@ -52,8 +54,9 @@ struct PortSpec {
 bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err);
 
 // The devargs string rte_vdev_init gets for this spec (memif, af_packet, tap; empty for ring).
-// `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it.
-std::string vdev_args(const PortSpec& spec, uint16_t frame_room);
+// `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it. `iface_mtu` is the
+// af_packet interface's MTU (-1: unknown), which sizes its ring slots.
+std::string vdev_args(const PortSpec& spec, uint16_t frame_room, int iface_mtu = -1);
 
 // The DPDK driver name a vdev of this kind is probed with ("net_memif", ...; empty for ring).
 const char* vdev_driver(PortKind kind);

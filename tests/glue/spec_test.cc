@@ -48,7 +48,17 @@ TEST(PortSpec, Memif) {
 TEST(PortSpec, AfPacketTapRing) {
   PortSpec s = parse_ok("af_packet:iface=veth0");
   EXPECT_EQ(s.kind, PortKind::kAfPacket);
-  EXPECT_EQ(vdev_args(s, 4352), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=512");
+  // Slots for uroce's largest frame when the MTU is unknown or large: 8 MiB of them, whole blocks.
+  EXPECT_EQ(vdev_args(s, 4352), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  EXPECT_EQ(vdev_args(s, 4352, 4210), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  // 2048-byte slots (two per page) when the MTU fits: 4096 of them.
+  EXPECT_EQ(vdev_args(s, 4352, 1500), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=4096");
+  EXPECT_EQ(vdev_args(s, 4352, 1964), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=4096");
+  EXPECT_EQ(vdev_args(s, 4352, 1965), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  s = parse_ok("af_packet:iface=veth0,rsize=6");
+  EXPECT_EQ(vdev_args(s, 4352, 1500), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=64");
+  EXPECT_EQ(vdev_args(s, 4352),
+            "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=128");  // whole blocks
   s = parse_ok("tap:iface=uroce0");
   EXPECT_EQ(s.kind, PortKind::kTap);
   EXPECT_EQ(vdev_args(s, 4352), "iface=uroce0");
