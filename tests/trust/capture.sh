@@ -5,7 +5,8 @@
 #  - an existing file is refused and left as it was; --force replaces it (a regular file only);
 #  - a planted symbolic link (to an existing file, or dangling) is refused with and without --force, and
 #    neither its target nor anything else is written;
-#  - a FIFO is refused with --force (and the command does not hang on it).
+#  - a FIFO is refused with --force (and the command does not hang on it);
+#  - the engine, asked over its socket without a descriptor, refuses existing files and links as well.
 set -u
 uroce=$1 tcp=$3
 . "$(dirname "$0")/trust_lib.sh"
@@ -58,6 +59,15 @@ done
 [ "$(cat "$d/victim")" = victim ] || fail "the link's target was written"
 [ -e "$d/made-by-link" ] && fail "a dangling link's target was created"
 echo "ok: symbolic links refused, targets untouched"
+
+# Asked over the socket without a descriptor, the engine creates the file itself with the same rules.
+sock=$d/xdg/uroce-0/ctl/$rpid-uroce0.sock
+for f in link dangling exists; do
+  r=$(sock_request "$sock" "{\"cmd\":\"capture_start\",\"path\":\"$d/out/$f.pcap\"}")
+  echo "$r" | grep -q '"ok":false' || fail "the engine accepted an existing $f.pcap: $r"
+done
+[ "$(cat "$d/victim")" = victim ] && [ ! -e "$d/made-by-link" ] || fail "the engine wrote through a link"
+echo "ok: the engine, asked directly, refuses existing files and links too"
 
 # A FIFO: --force replaces regular files only, and opening must not block.
 mkfifo "$d/out/fifo.pcap"
