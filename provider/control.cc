@@ -33,6 +33,7 @@ constexpr uint32_t kDefaultSnaplen = 65535;
 constexpr int kDrainMs = 1;
 constexpr size_t kMaxClients = 16;
 constexpr size_t kMaxLine = 64 * 1024;
+constexpr size_t kMaxPassedFds = 4;
 
 std::string gid_text(const Gid& g) {
   char buf[40];
@@ -303,7 +304,7 @@ void ControlEndpoint::Impl::accept_client() {
 // Reads what the client sent and answers every complete line. False: drop the client.
 bool ControlEndpoint::Impl::serve(Client& c) {
   char buf[4096];
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * 4)];
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kMaxPassedFds)];
   iovec iov{buf, sizeof(buf)};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -321,7 +322,7 @@ bool ControlEndpoint::Impl::serve(Client& c) {
       c.fds.push_back(f);
     }
   }
-  if (n == 0) return false;
+  if (n == 0 || c.fds.size() > kMaxPassedFds) return false;  // a request comes with one file at most
   c.in.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
     const std::string line = c.in.substr(0, nl);
