@@ -234,6 +234,7 @@ void open_verbs(Verbs* v, size_t bytes, uint64_t seed) {
   if (!v->ctx) die("ibv_open_device failed");
   v->pd = ibv_alloc_pd(v->ctx);
   v->cq = ibv_create_cq(v->ctx, 4 * kWindow + kRecvs + 16, nullptr, nullptr, 0);
+  bytes = (bytes + 4095) / 4096 * 4096;  // aligned_alloc wants a multiple of the alignment
   v->mem = static_cast<uint8_t*>(aligned_alloc(4096, bytes));
   if (!v->pd || !v->cq || !v->mem) die("PD/CQ/memory");
   std::memset(v->mem, kGuard, bytes);
