@@ -7,8 +7,12 @@
 #             second server whose peer dies with the exchange half-sent (a shell that connects, writes part
 #             of a message and kills itself)
 #   setup     both QPs are connected (both printed the remote address) and no RDMA frame has passed: through
-#             uroced every egress drops all frames (loss=1) until the kill; over memif the kill follows the
-#             client's remote-address line at once (a ping may already have passed)
+#             uroced (ibv_rc_pingpong) every egress drops all frames (loss=1) until the kill; over memif
+#             (ib_write_bw) the kill follows the remote-address lines at once, so some writes may have passed.
+#             The survivor is the client, which always has a request outstanding then and so must see the
+#             death. (A pingpong client over memif would not do: killed between ACKing a ping and sending its
+#             pong, the server leaves the client waiting for a receive with nothing outstanding, which RC
+#             cannot time out, by design.)
 #   teardown  the client has printed its results (traffic is over) and is tearing down when it is killed
 # (Mid-transfer kills are tests/integration/kill_peer.sh and tests/uroced/kill_peer.sh.)
 # The survivor must exit within 10 s (with an error where the peer's death is visible to it); through uroced
@@ -96,6 +100,7 @@ case $phase in
   setup)
     # Line-buffered output, so "remote address" is in the log when it is printed, not at exit.
     pp=(stdbuf -oL ibv_rc_pingpong -g 0 -n 100000)
+    [ "$via" = uroced ] || pp=("${wb[@]}" -D 30)
     start_server "$dir/srv.log" "${pp[@]}"
     if [ "$via" = uroced ]; then "$uroced" --set loss=1 >/dev/null || fail "uroced --set loss=1"; fi
     start_client "$dir/cli.log" "${pp[@]}"
