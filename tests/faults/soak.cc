@@ -18,6 +18,7 @@
 // answers once it has checked every receive that number implies.
 //
 // Exit 0 only when everything matched; the client prints one summary line (operations per kind, bytes).
+// On a failure it prints what it knows (operation, kind, size, SGE, byte, completion status, QP state).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
@@ -184,6 +185,8 @@ void die(const char* fmt, ...) {
   std::vfprintf(stderr, fmt, ap);
   std::fputc('\n', stderr);
   va_end(ap);
+  // SOAK_HOLD_ON_FAIL=SECONDS keeps the failed process (and its QP) around so `uroce stats` can show it.
+  if (const char* hold = std::getenv("SOAK_HOLD_ON_FAIL")) sleep(static_cast<unsigned>(std::atoi(hold)));
   std::exit(1);
 }
 

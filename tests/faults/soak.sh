@@ -20,7 +20,12 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 printf 'loss = %s\nseed = %s\n' "$loss" "$seed" >"$UROCED_CONFIG"
 spid=
 trap 'kill $spid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; for f in "$dir"/*.log; do echo "== $f"; tail -30 "$f"; done; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  for f in "$dir"/*.log; do echo "== $f"; tail -30 "$f"; done
+  [ -f "$dir/qp_state.log" ] && { echo "== QPs when the client failed"; grep -E "^ +qp [0-9]+ |pid" "$dir/qp_state.log"; }
+  exit 1
+}
 # The sum of one counter over the ports uroced released (its log has each port's counters at release).
 port_sum() { sed -n "s/.* release .* $1=\([0-9]*\).*/\1/p" "$dir"/uroce-*/uroced.log | awk '{s += $1} END {print s + 0}'; }
 
@@ -28,7 +33,19 @@ limit=$((secs + 60))
 timeout $limit "$uroce" run --port uroced -- "$soak" server $tcp "$seed" >"$dir/server.log" 2>&1 &
 spid=$!
 wait_listen $tcp || fail "the soak server never listened"
-timeout $limit "$uroce" run --port uroced -- "$soak" client 127.0.0.1 $tcp "$seed" "$secs" >"$dir/client.log" 2>&1
+# A client that fails holds on for 3 s, long enough to record its QP's state (uroce stats: una, hw, retry
+# budget, ... in "detail") before it exits.
+SOAK_HOLD_ON_FAIL=3 timeout $limit "$uroce" run --port uroced -- "$soak" client 127.0.0.1 $tcp "$seed" "$secs" \
+  >"$dir/client.log" 2>&1 &
+cpid=$!
+while kill -0 $cpid 2>/dev/null; do
+  if grep -q "FAIL" "$dir/client.log"; then
+    "$uroce" stats --all >"$dir/qp_state.log" 2>&1
+    break
+  fi
+  sleep 0.2
+done
+wait $cpid
 crc=$?
 wait $spid
 src=$?
