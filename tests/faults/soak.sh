@@ -23,6 +23,7 @@ trap 'kill $spid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -r
 fail() {
   echo "FAIL: $*"
   for f in "$dir"/*.log; do echo "== $f"; tail -30 "$f"; done
+  echo "== uroced"; grep -E "release|took" "$dir"/uroce-*/uroced.log
   [ -f "$dir/qp_state.log" ] && { echo "== QPs when the client failed"; grep -E "^ +qp [0-9]+ |pid" "$dir/qp_state.log"; }
   exit 1
 }
