@@ -15,7 +15,7 @@ pids=()
 trap 'kill ${pids[*]} 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; for f in "$dir"/*.log "$dir"/uroce-*/uroced.log; do echo "== $f"; cat "$f"; done; exit 1; }
 
-"$uroce" run -- ibv_devinfo >/dev/null 2>&1 || fail "UROCE_CC=dcqcn is refused by the provider"
+UROCE_PORT=loopback "$uroce" run -- ibv_devinfo >/dev/null 2>&1 || fail "UROCE_CC=dcqcn is refused by the provider"
 "$uroced" --daemon --rate 1g --ecn 32k,256k,0.2 --idle-exit 30 || fail "uroced --daemon"
 clients=() servers=()
 for i in 1 2; do

@@ -16,7 +16,7 @@ trap 'kill $spid 2>/dev/null; "$uroced" --stop >/dev/null 2>&1; sleep 0.2; rm -r
 fail() { echo "FAIL: $*"; echo "== uroced log"; cat "$dir"/uroce-*/uroced.log; exit 1; }
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-UROCE_CC=dcqcn "$uroce" run -- ibv_devinfo >/dev/null 2>&1 || fail "UROCE_CC=dcqcn is refused by the provider"
+UROCE_CC=dcqcn UROCE_PORT=loopback "$uroce" run -- ibv_devinfo >/dev/null 2>&1 || fail "UROCE_CC=dcqcn is refused by the provider"
 
 "$uroced" --daemon --rate 1g --ecn 32k,256k,0.2 --idle-exit 30 || fail "uroced --daemon"
 run=0
