@@ -25,7 +25,7 @@ import zlib
 import logging
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # no "no address on lo" warnings
-from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw, raw  # noqa: E402
+from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw, raw, wrpcap  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 VICTIM_IP = "10.214.0.1"
@@ -142,35 +142,19 @@ def fragments(f, split):
 
 
 class Sniffer:
-    """Every RoCEv2 frame the victim sends, parsed: opcode, dest QPN, PSN, AETH syndrome, payload."""
+    """Every RoCEv2 frame the victim sends, parsed: opcode, dest QPN, PSN, AETH syndrome, payload. A link
+    (RawLink or InjectorLink) feeds it."""
 
-    def __init__(self, iface):
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-        self.sock.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: READ bursts fit
-        self.sock.bind((iface, 0))
-        self.sock.settimeout(0.2)
+    def __init__(self):
         self.frames = []
         self.cv = threading.Condition()
-        self.stop = False
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
 
-    def run(self):
-        victim_mac = bytes.fromhex(mac_of(VICTIM_IP).replace(":", ""))
-        while not self.stop:
-            try:
-                data, addr = self.sock.recvfrom(65535)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            if addr[2] == socket.PACKET_OUTGOING or data[6:12] != victim_mac:
-                continue
-            p = self.parse(data)
-            if p:
-                with self.cv:
-                    self.frames.append(p)
-                    self.cv.notify_all()
+    def feed(self, data):
+        p = self.parse(data)
+        if p:
+            with self.cv:
+                self.frames.append(p)
+                self.cv.notify_all()
 
     @staticmethod
     def parse(d):
@@ -218,6 +202,97 @@ class Sniffer:
     def since(self, start):
         with self.cv:
             return list(self.frames[start:])
+
+
+class RawLink:
+    """The attacker's end of the veth: a raw packet socket sends; a second one sniffs what the victim sends."""
+
+    def __init__(self, iface, sniffer):
+        self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self.tx.bind((iface, 0))
+        self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.rx.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: READ bursts fit
+        self.rx.bind((iface, 0))
+        self.rx.settimeout(0.2)
+        self.sn = sniffer
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        victim_mac = bytes.fromhex(mac_of(VICTIM_IP).replace(":", ""))
+        while True:
+            try:
+                data, addr = self.rx.recvfrom(65535)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if addr[2] != socket.PACKET_OUTGOING and data[6:12] == victim_mac:
+                self.sn.feed(data)
+
+    def send(self, f):
+        self.tx.send(f)
+
+    def send_all(self, frames):
+        for f in frames:
+            self.tx.send(f)
+
+    def close(self):
+        pass
+
+
+class InjectorLink:
+    """The attacker's end of a memif pair with the victim: attack_injector replays the pcap files written
+    here with scapy and prints every frame the victim sends, which feeds the sniffer."""
+
+    def __init__(self, args, sock_path, sniffer):
+        self.dir = os.path.dirname(sock_path)
+        self.n = 0
+        self.p = subprocess.Popen([args.injector, "memif:socket=%s,role=client" % sock_path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.replies = queue.Queue()
+        self.sn = sniffer
+        threading.Thread(target=self.run, daemon=True).start()
+        r = self._reply(15)
+        if not r or not r.get("ready"):
+            raise RuntimeError("attack_injector did not come up: %s" % r)
+
+    def run(self):
+        for line in self.p.stdout:
+            j = json.loads(line)
+            if "rx" in j:
+                self.sn.feed(bytes.fromhex(j["rx"]))
+            else:
+                self.replies.put(j)
+        self.replies.put(None)
+
+    def _reply(self, timeout):
+        try:
+            return self.replies.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def send_all(self, frames):
+        self.n += 1
+        path = os.path.join(self.dir, "inject-%d.pcap" % self.n)
+        wrpcap(path, [Ether(f) for f in frames])
+        self.p.stdin.write("send %s\n" % path)
+        self.p.stdin.flush()
+        r = self._reply(10)
+        if not r or r.get("sent") != len(frames):
+            raise RuntimeError("attack_injector sent %s of %d frames" % (r, len(frames)))
+
+    def send(self, f):
+        self.send_all([f])
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.write("exit\n")
+            self.p.stdin.flush()
+        try:
+            self.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
 
 
 class Victim:
@@ -317,12 +392,11 @@ def counter(stats, name):
 class Peer:
     """The honest requester on the attacker's side: its QPN and next PSN, and frames for the victim."""
 
-    def __init__(self, sock, sniffer, qpn=0x2A51C, psn=5000):
-        self.sock, self.sn, self.qpn, self.psn = sock, sniffer, qpn, psn
+    def __init__(self, ctx, qpn=0x2A51C, psn=5000):
+        self.ctx, self.sn, self.qpn, self.psn = ctx, ctx.sn, qpn, psn
 
     def send(self, frames):
-        for f in frames:
-            self.sock.send(f)
+        self.ctx.sock.send_all(frames)
 
     def write_frames(self, vqpn, va, rkey, data, ackreq_each=False, **kw):
         """The packets of one RDMA WRITE; advances the PSN. Only the last asks for an ACK, unless ackreq_each."""
@@ -421,7 +495,7 @@ def case_harness(ctx):
     ctx.close(v)
 
     # Out of bounds: a WRITE that starts inside the region and runs 48 bytes past its end.
-    ctx.peer = peer = Peer(ctx.sock, ctx.sn)
+    ctx.peer = peer = Peer(ctx)
     v = ctx.victim()
     me = v.info
     m = ctx.sn.mark()
@@ -530,12 +604,12 @@ def case_frame_drops(ctx):
     v.cmd("snap")
     psn = peer.psn
 
-    def one(name, counter_name, frames):
+    def one(name, counter_name, frames, n=1):
         s0 = v.stats()
         m = ctx.sn.mark()
         peer.psn = psn
         peer.send(frames)
-        s1 = v.wait_counter(counter_name, counter(s0, counter_name) + 1)
+        s1 = v.wait_counter(counter_name, counter(s0, counter_name) + n)
         check(s1 is not None, "%s: counted as %s" % (name, counter_name))
         got = [p for p in ctx.sn.since(m) if p["op"] == ACK]
         check(not got, "%s: no ACK/NAK (%s)" % (name, [hex(p["syndrome"]) for p in got]))
@@ -551,9 +625,12 @@ def case_frame_drops(ctx):
     one("wrong destination MAC", "drop_dst_mac", peer.write_frames(dst_mac="02:00:0a:d6:00:99", **w))
     one("802.1Q tag on an untagged device", "drop_vlan", peer.write_frames(vlan=7, **w))
     one("IPv6 frame to an IPv4 path", "drop_ip_family", peer.write_frames(ipv6=True, **w))
-    # The kernel reassembles fragments before af_packet sees them (DPDK's socket has the fanout defrag flag)
-    # and hands over the datagram with DF clear: its ICRC is computed for that reassembled header.
-    one("WRITE as two IPv4 fragments", "ipv4_fragment", fragments(peer.write_frames(df=False, **w)[0], 48))
+    if ctx.memif:  # both fragments reach the victim as they are
+        one("WRITE as two IPv4 fragments", "ipv4_fragment", fragments(peer.write_frames(**w)[0], 48), 2)
+    else:
+        # The kernel reassembles fragments before af_packet sees them (DPDK's socket has the fanout defrag
+        # flag) and hands over the datagram with DF clear: its ICRC is computed for that reassembled header.
+        one("WRITE as two IPv4 fragments", "ipv4_fragment", fragments(peer.write_frames(df=False, **w)[0], 48))
     one("IPv4 DF clear (a reassembled datagram)", "ipv4_fragment", peer.write_frames(df=False, **w))
     c = v.cmd("check")
     check(c and c["target_same"] and c["guards_ok"], "memory unchanged by the dropped frames (%s)" % c)
@@ -733,21 +810,35 @@ CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case
 class Ctx:
     def __init__(self, args):
         self.args = args
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        self.sock.bind((args.iface, 0))
-        self.sn = Sniffer(args.iface)
-        self.peer = Peer(self.sock, self.sn)
+        self.sn = Sniffer()
+        self.memif = args.via == "memif"
+        self.sock = None if self.memif else RawLink(args.iface, self.sn)
+        self.peer = Peer(self)
         self.victims = []
+        self.n = 0
 
-    def victim(self, **kw):
-        v = Victim(self.args, self.peer.qpn, self.peer.psn, **kw)
+    def victim(self, env=None, **kw):
+        env = dict(env or {})
+        if self.memif:
+            self.n += 1
+            path = os.path.join(os.environ["XDG_RUNTIME_DIR"], "attack-%d.memif" % self.n)
+            env["UROCE_PORT"] = "memif:socket=%s,role=server" % path
+        v = Victim(self.args, self.peer.qpn, self.peer.psn, env=env, **kw)
         self.victims.append(v)
+        if self.memif:
+            try:
+                v.link = self.sock = InjectorLink(self.args, path, self.sn)
+            except RuntimeError:
+                v.close()
+                raise
         print("  info  victim pid %d qpn %#x rkey %#x addr %#x len %d" %
               (v.info["pid"], v.info["qpn"], v.info["rkey"], v.info["addr"], v.info["len"]), flush=True)
         return v
 
     def close(self, v):
         alive = v.alive()
+        if getattr(v, "link", None):
+            v.link.close()
         rc, log = v.close()
         self.victims.remove(v)
         if not alive or rc != 0:
@@ -762,6 +853,9 @@ def main():
     ap.add_argument("--victim-if", required=True)
     ap.add_argument("--iface", required=True)
     ap.add_argument("--golden", required=True, help="the directory of icrc_vectors.json")
+    ap.add_argument("--via", choices=("af_packet", "memif"), default="af_packet",
+                    help="af_packet: veth + raw socket; memif: attack_injector on a memif pair")
+    ap.add_argument("--injector", help="attack_injector (for --via memif)")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--flood-seconds", type=float, default=4.0)
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
@@ -771,11 +865,13 @@ def main():
         for name in args.cases:
             print("== %s" % name, flush=True)
             t = time.monotonic()
-            ctx.peer = Peer(ctx.sock, ctx.sn)
+            ctx.peer = Peer(ctx)
             CASES[name](ctx)
             print("   (%.1f s)" % (time.monotonic() - t), flush=True)
     finally:
         for v in list(ctx.victims):
+            if getattr(v, "link", None):
+                v.link.close()
             v.close()
     if FAILURES:
         print("%d check(s) failed (seed %d):" % (len(FAILURES), args.seed))
