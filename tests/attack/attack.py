@@ -557,6 +557,25 @@ def case_dereg_munmap_write(ctx):
 
 def case_rereg_write(ctx):
     dereg_write(ctx, ["rereg"])
+    # And outside a WRITE in progress: after ibv_rereg_mr the new rkey works and the old one is refused.
+    ctx.peer = peer = Peer(ctx)
+    v = ctx.victim()
+    me = v.info
+    r = v.cmd("rereg")
+    check(r and r.get("rkey") not in (None, me["rkey"]), "rereg gave a new rkey (%s)" % r)
+    if not r or "rkey" not in r:
+        return ctx.close(v)
+    m = ctx.sn.mark()
+    peer.send(peer.write_frames(me["qpn"], me["addr"], r["rkey"], b"N" * 64))
+    check(peer.wait_aeth(is_ack, psn=peer.psn - 1, start=m) is not None, "WRITE with the new rkey: ACK")
+    v.cmd("snap")
+    m = ctx.sn.mark()
+    peer.send(peer.write_frames(me["qpn"], me["addr"], me["rkey"], b"O" * 64))
+    check(peer.wait_aeth(is_nak(NAK_REM_ACCESS), psn=peer.psn - 1, start=m) is not None,
+          "WRITE with the old rkey: NAK Remote Access Error")
+    c = v.cmd("check")
+    check(c and c["target_same"] and c["guards_ok"], "the old rkey wrote nothing (%s)" % c)
+    ctx.close(v)
 
 
 def case_dereg_read(ctx):

@@ -30,7 +30,7 @@ for ns in "$v" "$a"; do
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 || exit 1
 done
 ip link add vv netns "$v" type veth peer name va netns "$a" || exit 1
-ip -n "$v" link set vv mtu 4200 up && ip -n "$a" link set va mtu 4200 promisc on up && ip -n "$v" link set lo up || exit 1
+ip -n "$v" link set vv mtu 4200 up && ip -n "$a" link set va mtu 4200 promisc on up || exit 1
 export XDG_RUNTIME_DIR=$dir
 ip netns exec "$a" timeout 55 /usr/bin/python3 "$here/attack.py" --uroce "$uroce" --victim "$victim" \
   --victim-ns "$v" --victim-if vv --iface va "$@"
