@@ -100,7 +100,7 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.sys_image_guid = d.node_guid;
   d.max_mr_size = params::kMaxMrSize;
   d.page_size_cap = 0xFFFFF000;  // any page size from 4 KiB: memory is the application's own
-  d.vendor_id = 0;               // no IEEE OUI: uroce is not a hardware vendor
+  d.vendor_id = 0xFFFFFF;        // no IEEE OUI: the value software devices report (Linux rxe, RXE_VENDOR_ID)
   d.vendor_part_id = 0x5243;     // "RC"
   d.hw_ver = 1;
   d.max_qp = params::kMaxQp;
@@ -125,6 +125,7 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.max_pkeys = 1;
   d.local_ca_ack_delay = 15;
   d.phys_port_cnt = 1;
+  a.phys_port_cnt_ex = d.phys_port_cnt;
   std::memcpy(out, &a, std::min(attr_size, sizeof(a)));
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 
 #include "pmd_glue/dpdk_port.h"
@@ -49,6 +50,10 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     return "cannot read GID 0 of " + ibdev + " from " + gid_file;
   cfg->device.name = ibdev;
   cfg->device.mac = mac_for_gid(cfg->device.gid);
+  // Random QPNs and memory keys in every real process: a peer or anyone on the segment must not be able to
+  // predict them.
+  std::random_device rd;
+  cfg->device.id_seed = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
 
   if (const char* mtu = std::getenv("UROCE_MTU")) {
     const std::string v = mtu;

@@ -26,8 +26,10 @@ constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_
                                        IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
                                        IBV_WC_EX_WITH_DLID_PATH_BITS;
 
-UCq* make_cq(ibv_context* c, int cqe, ibv_comp_channel* channel) {
+UCq* make_cq(ibv_context* c, int cqe, ibv_comp_channel* channel, uint32_t comp_vector) {
   if (cqe < 1 || static_cast<uint32_t>(cqe) > params::kMaxCqe) return errno = EINVAL, nullptr;
+  // The completion vector must be one the context has (ibv_create_cq(3): 0 .. num_comp_vectors - 1).
+  if (comp_vector >= static_cast<uint32_t>(c->num_comp_vectors)) return errno = EINVAL, nullptr;
   auto* q = new (std::nothrow) UCq{};
   if (!q) return errno = ENOMEM, nullptr;
   Engine& e = engine(c);
@@ -50,8 +52,8 @@ UCq* make_cq(ibv_context* c, int cqe, ibv_comp_channel* channel) {
   return q;
 }
 
-ibv_cq* create_cq(ibv_context* c, int cqe, ibv_comp_channel* channel, int) {
-  UCq* q = make_cq(c, cqe, channel);
+ibv_cq* create_cq(ibv_context* c, int cqe, ibv_comp_channel* channel, int comp_vector) {
+  UCq* q = make_cq(c, cqe, channel, static_cast<uint32_t>(comp_vector));
   return q ? &q->vcq.cq : nullptr;  // libibverbs runs verbs_init_cq on it
 }
 
@@ -180,7 +182,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) {
   if (attr->comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS))
     return errno = EOPNOTSUPP, nullptr;
   if (attr->wc_flags & ~kSupportedWcFlags) return errno = EOPNOTSUPP, nullptr;  // e.g. completion timestamps
-  UCq* q = make_cq(c, static_cast<int>(attr->cqe), attr->channel);
+  UCq* q = make_cq(c, static_cast<int>(attr->cqe), attr->channel, attr->comp_vector);
   if (!q) return nullptr;
   q->wc_flags = static_cast<uint32_t>(attr->wc_flags);
   ibv_cq_ex* ex = &q->vcq.cq_ex;

@@ -6,42 +6,49 @@
 
 namespace uroce {
 
-#define UROCE_COUNTERS(X)                     \
-  X(kTxPackets, "tx_packets")                 \
-  X(kTxBytes, "tx_bytes")                     \
-  X(kRxPackets, "rx_packets")                 \
-  X(kRxBytes, "rx_bytes")                     \
-  X(kTxNoBuffer, "tx_no_buffer")              \
-  X(kRetransmits, "retransmitted_packets")    \
-  X(kTimeouts, "local_ack_timeouts")          \
-  X(kRnrNakSent, "rnr_nak_sent")              \
-  X(kRnrNakRcvd, "rnr_nak_received")          \
-  X(kSeqNakSent, "seq_err_nak_sent")          \
-  X(kSeqNakRcvd, "seq_err_nak_received")      \
-  X(kInvReqNakSent, "inv_req_nak_sent")       \
-  X(kRemAccessNakSent, "rem_access_nak_sent") \
-  X(kRemOpNakSent, "rem_op_nak_sent")         \
-  X(kNakRcvd, "fatal_nak_received")           \
-  X(kImplicitNak, "implicit_nak")             \
-  X(kDuplicateRequest, "duplicate_request")   \
-  X(kOutOfSequence, "out_of_sequence")        \
-  X(kDuplicateResponse, "duplicate_response") \
-  X(kGhostResponse, "ghost_response")         \
-  X(kAcksSent, "acks_sent")                   \
-  X(kCreditStall, "credit_stalls")            \
-  X(kCnpSent, "cnp_sent")                     \
-  X(kCnpRcvd, "cnp_handled")                  \
-  X(kEcnMarked, "ecn_marked_packets")         \
-  X(kCcRateChanges, "cc_rate_changes")        \
-  X(kDropUnknownQp, "drop_unknown_qp")        \
-  X(kDropQpState, "drop_qp_state")            \
-  X(kDropWrongQpType, "drop_wrong_qp_type")   \
-  X(kDropPkey, "drop_bad_pkey")               \
-  X(kDropQkey, "drop_bad_qkey")               \
-  X(kDropUdNoWqe, "drop_ud_no_recv_wqe")      \
-  X(kDropUcMessage, "drop_uc_message")        \
-  X(kDropDstGid, "drop_not_my_gid")           \
-  X(kDropMalformed, "drop_malformed")
+#define UROCE_COUNTERS(X)                       \
+  X(kTxPackets, "tx_packets")                   \
+  X(kTxBytes, "tx_bytes")                       \
+  X(kRxPackets, "rx_packets")                   \
+  X(kRxBytes, "rx_bytes")                       \
+  X(kTxNoBuffer, "tx_no_buffer")                \
+  X(kRetransmits, "retransmitted_packets")      \
+  X(kTimeouts, "local_ack_timeouts")            \
+  X(kRnrNakSent, "rnr_nak_sent")                \
+  X(kRnrNakRcvd, "rnr_nak_received")            \
+  X(kSeqNakSent, "seq_err_nak_sent")            \
+  X(kSeqNakRcvd, "seq_err_nak_received")        \
+  X(kInvReqNakSent, "inv_req_nak_sent")         \
+  X(kRemAccessNakSent, "rem_access_nak_sent")   \
+  X(kRemOpNakSent, "rem_op_nak_sent")           \
+  X(kNakRcvd, "fatal_nak_received")             \
+  X(kImplicitNak, "implicit_nak")               \
+  X(kDuplicateRequest, "duplicate_request")     \
+  X(kOutOfSequence, "out_of_sequence")          \
+  X(kDuplicateResponse, "duplicate_response")   \
+  X(kGhostResponse, "ghost_response")           \
+  X(kAcksSent, "acks_sent")                     \
+  X(kCreditStall, "credit_stalls")              \
+  X(kCnpSent, "cnp_sent")                       \
+  X(kCnpRcvd, "cnp_handled")                    \
+  X(kEcnMarked, "ecn_marked_packets")           \
+  X(kCcRateChanges, "cc_rate_changes")          \
+  X(kDropUnknownQp, "drop_unknown_qp")          \
+  X(kDropQpState, "drop_qp_state")              \
+  X(kDropWrongQpType, "drop_wrong_qp_type")     \
+  X(kDropPkey, "drop_bad_pkey")                 \
+  X(kDropQkey, "drop_bad_qkey")                 \
+  X(kDropUdNoWqe, "drop_ud_no_recv_wqe")        \
+  X(kDropUcMessage, "drop_uc_message")          \
+  X(kDropDstGid, "drop_not_my_gid")             \
+  X(kDropMalformed, "drop_malformed")           \
+  X(kDropSrcAddr, "drop_src_addr")              \
+  X(kDropSrcMac, "drop_src_mac")                \
+  X(kDropDstMac, "drop_dst_mac")                \
+  X(kDropVlan, "drop_vlan")                     \
+  X(kDropIpFamily, "drop_ip_family")            \
+  X(kRdAtomicOverLimit, "rd_atomic_over_limit") \
+  X(kRespQueueFull, "drop_resp_queue_full")
 
 enum class Counter : uint8_t {
 #define X(name, str) name,

@@ -34,7 +34,9 @@ Device::Device(DeviceConfig config, PacketIo* io, const Clock* clock)
       clock_(clock),
       rp_params_(cfg_.cc_params),
       cnp_interval_ns_(take_np_params(&rp_params_)),
-      next_qpn_(params::kFirstQpn) {
+      next_qpn_(params::kFirstQpn),
+      qpn_rng_(cfg_.id_seed ^ 0x5155504E52414E44ull) {
+  mrs_.seed(cfg_.id_seed);
   // A bad CC name or parameter must fail at device open, naming the key, not at the first QP.
   (void)cc::make(cfg_.cc, rp_params_, cfg_.link_rate_bps);
 }
@@ -155,9 +157,20 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
     return EINVAL;
   if (!init.srq && (c.max_recv_wr > params::kMaxQpWr || c.max_recv_sge > params::kMaxSge)) return EINVAL;
   if (qps_.size() >= params::kMaxQp) return ENOMEM;
-  while (qps_.count(next_qpn_)) next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
-  const uint32_t qpn = next_qpn_;
-  next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+  uint32_t qpn;
+  if (cfg_.id_seed) {
+    // Random, unused, and never one of the reserved numbers below kFirstQpn (QP0, QP1) or above kMaxQpn
+    // (0xFFFFFF is the multicast QPN).
+    do
+      qpn = static_cast<uint32_t>(splitmix64(&qpn_rng_) % (params::kMaxQpn - params::kFirstQpn)) +
+            params::kFirstQpn;
+    while (qps_.count(qpn));
+  } else {
+    while (qps_.count(next_qpn_))
+      next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+    qpn = next_qpn_;
+    next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+  }
   auto qp = std::make_unique<Qp>(this, qpn, pd, init);
   ++pd->refs;
   if (init.srq) ++init.srq->qp_refs;

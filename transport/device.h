@@ -38,6 +38,10 @@ struct DeviceConfig {
   cc::Params cc_params;
   bool vlan = false;  // tag frames with 802.1Q; the PCP is the address vector's SL
   uint16_t vlan_id = 0;
+  // Identifiers: nonzero seeds the random choice of QP numbers and memory keys, so that they differ from run
+  // to run and cannot be guessed from each other (the provider seeds from std::random_device). 0 keeps them
+  // sequential (QPNs from 17), for simulations that must reproduce a run exactly.
+  uint64_t id_seed = 0;
   // Neighbour resolution: the MAC for a destination GID. Unset: the uroce convention, mac_for_gid().
   std::function<bool(const Gid&, wire::MacAddr*)> resolve;
 };
@@ -121,6 +125,7 @@ class Device {
   std::vector<Qp*> qp_list_;  // iteration order for timers and transmit
   uint32_t rr_next_ = 0;      // round-robin start for transmit fairness
   uint32_t next_qpn_;
+  uint64_t qpn_rng_;  // splitmix64 state for random QPNs (cfg_.id_seed != 0)
   uint32_t next_handle_ = 1;
   std::deque<AsyncEvent> events_;
 

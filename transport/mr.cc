@@ -16,7 +16,34 @@ bool mr_access_valid(uint32_t access) {
   return !(access & kAccessZeroBased);  // not supported
 }
 
-uint32_t MrTable::next_key(uint32_t idx) { return idx << 8 | ++slots_[idx].tag; }
+uint64_t splitmix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void MrTable::seed(uint64_t s) {
+  rng_ = s;
+  if (!s) return;
+  uint32_t m;
+  do m = static_cast<uint32_t>(splitmix64(&rng_)) & 0xFFFFFF00u;
+  while (m == 0);
+  mask_ = m;
+}
+
+uint32_t MrTable::next_key(uint32_t idx) {
+  uint8_t& tag = slots_[idx].tag;
+  if (!rng_) return (idx << 8 | ++tag) ^ mask_;
+  // A random tag, never the slot's previous one (a stale key must miss) and never one that makes the key 0.
+  for (;;) {
+    const uint8_t t = static_cast<uint8_t>(splitmix64(&rng_));
+    const uint32_t key = (idx << 8 | t) ^ mask_;
+    if (t == tag || key == 0) continue;
+    tag = t;
+    return key;
+  }
+}
 
 int MrTable::reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out) {
   if (!pd || !mr_access_valid(access) || length > params::kMaxMrSize || addr + length < addr) return EINVAL;
@@ -52,12 +79,12 @@ int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t acce
   mr->addr = addr;
   mr->length = length;
   mr->access = access;
-  mr->lkey = mr->rkey = next_key(mr->lkey >> 8);
+  mr->lkey = mr->rkey = next_key(slot_of(mr));
   return 0;
 }
 
 void MrTable::dereg(Mr* mr) {
-  const uint32_t idx = mr->lkey >> 8;
+  const uint32_t idx = slot_of(mr);
   --mr->pd->refs;
   slots_[idx].mr.reset();
   free_.push_back(idx);

@@ -24,9 +24,17 @@ struct Mr {
   uint32_t access = 0;
 };
 
-// Keys are (slot index << 8 | tag): a re-registered or reused slot gets a new tag, so a stale key misses.
+// One step of the splitmix64 generator: the source of the random identifiers (keys, QPNs) a seeded device
+// hands out.
+uint64_t splitmix64(uint64_t* state);
+
+// Keys are (slot index << 8 | tag) XOR a per-table mask: a re-registered or reused slot gets a new tag, so a
+// stale key misses. Seeded (seed()), the mask and every tag are random, as hardware varies the key byte per
+// registration: keys differ from run to run, and one key does not tell the next. Unseeded (simulations, which
+// must be reproducible), the mask is 0 and tags count up.
 class MrTable {
  public:
+  void seed(uint64_t s);
   // Returns 0 and the new MR, or an errno (EINVAL for bad flags, ENOMEM when full).
   int reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out);
   // Changes translation, PD and/or access of `mr` in place and gives it new keys (ibv_rereg_mr).
@@ -35,7 +43,7 @@ class MrTable {
   size_t count() const { return live_; }
 
   Mr* lookup(uint32_t key) const {
-    const uint32_t idx = key >> 8;
+    const uint32_t idx = (key ^ mask_) >> 8;
     if (idx >= slots_.size() || !slots_[idx].mr) return nullptr;
     Mr* mr = slots_[idx].mr.get();
     return mr->lkey == key ? mr : nullptr;
@@ -56,6 +64,9 @@ class MrTable {
     uint8_t tag = 0;
   };
   uint32_t next_key(uint32_t idx);
+  uint32_t slot_of(const Mr* mr) const { return (mr->lkey ^ mask_) >> 8; }
+  uint64_t rng_ = 0;  // splitmix64 state; 0: unseeded
+  uint32_t mask_ = 0;
   std::vector<Slot> slots_{1};  // slot 0 unused so that no valid key is 0
   std::vector<uint32_t> free_;
   size_t live_ = 0;

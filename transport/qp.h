@@ -72,8 +72,9 @@ struct SendWqe {
 // responses before it (the requester would take it as an implicit NAK of the READ).
 struct RespJob {
   enum Kind : uint8_t { kAck, kNak, kRead, kAtomicAck } kind = kAck;
-  uint8_t syndrome = 0;  // kAck: filled at send time with credits; kNak: the NAK code
-  uint32_t psn = 0;      // kRead: PSN of the next response packet
+  bool duplicate = false;  // kRead/kAtomicAck answering a re-sent request: uses the original's resource
+  uint8_t syndrome = 0;    // kAck: filled at send time with credits; kNak: the NAK code
+  uint32_t psn = 0;        // kRead: PSN of the next response packet
   uint32_t msn = 0;
   // kRead
   uint64_t va = 0;
@@ -127,6 +128,9 @@ class Qp {
   int post_recv(const RecvWr& wr);
 
   // Engine entry points (device.cc calls these).
+  // Counter::kCount when `pkt` comes from the far end of the QP's path (or the QP is not connected), else
+  // the drop reason (recv.cc).
+  Counter check_source(const wire::ParsedPacket& pkt) const;
   void on_request(const wire::ParsedPacket& pkt);   // resp.cc
   void on_response(const wire::ParsedPacket& pkt);  // comp.cc
   void on_cnp();
@@ -176,6 +180,7 @@ class Qp {
   void resp_duplicate(const wire::ParsedPacket& pkt);
   void resp_queue(const RespJob& job);
   bool resp_trim_jobs(uint32_t psn);
+  uint32_t resp_rd_atomic_queued() const;  // READ/ATOMIC requests whose responses are queued
   void resp_queue_ack(uint32_t psn);
   uint32_t resp_transmit(uint32_t budget);
   bool resp_send_job(RespJob& job);
@@ -278,6 +283,8 @@ class Qp {
   uint64_t recv_off_ = 0;
   bool recv_len_err_ = false;
   uint64_t write_va_ = 0;  // current multi-packet WRITE
+  uint32_t write_rkey_ = 0;
+  bool resp_abort_ = false;  // the response just sent was a fatal NAK: the responder goes to ERR
   uint64_t write_left_ = 0;
   uint64_t write_len_ = 0;
   std::vector<RdAtomicRes> res_;

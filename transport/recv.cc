@@ -7,6 +7,27 @@ namespace uroce {
 
 using namespace wire;
 
+namespace {
+
+bool is_zero(const MacAddr& m) { return m == MacAddr{}; }
+
+}  // namespace
+
+// A connected QP takes packets only from the far end of its path, as Linux rxe checks them (rxe_recv.c,
+// check_addr): the source IP must be the path's destination GID in the same IP family, and the source MAC
+// the one frames to the peer are sent to. Without this, anyone on the segment who guesses a QPN and a PSN
+// could write into registered memory or kill the QP with a forged NAK. Returns Counter::kCount when the
+// packet may be taken, else the reason to drop it.
+Counter Qp::check_source(const ParsedPacket& pkt) const {
+  if (type() == QpType::kUd) return Counter::kCount;
+  const QpState st = attr_.qp_state;
+  if (st == QpState::kReset || st == QpState::kInit || st == QpState::kErr) return Counter::kCount;
+  if (pkt.ipv6 != hdr_.ip.ipv6) return Counter::kDropIpFamily;
+  if (pkt.ip_src() != hdr_.ip.dst) return Counter::kDropSrcAddr;
+  if (!is_zero(hdr_.eth.dst) && pkt.eth_src() != hdr_.eth.dst) return Counter::kDropSrcMac;
+  return Counter::kCount;
+}
+
 void Device::handle_rx(PktBuf* buf) {
   ParsedPacket pkt;
   const RxDrop why = parse_frame(buf->data, buf->len, &pkt);
@@ -17,14 +38,18 @@ void Device::handle_rx(PktBuf* buf) {
   cnt_.add(Counter::kRxPackets);
   cnt_.add(Counter::kRxBytes, pkt.frame_len);
 
-  const uint8_t* ip = pkt.frame + pkt.l3_off;
-  const Gid dst = pkt.ipv6 ? [&] {
-    Gid g;
-    std::copy_n(reinterpret_cast<const Ipv6Hdr*>(ip)->dst, 16, g.begin());
-    return g;
-  }()
-                           : ipv4_mapped(reinterpret_cast<const Ipv4Hdr*>(ip)->dst.get());
-  if (dst != cfg_.gid) {
+  // Link layer: a frame for another station (a promiscuous port sees them) or another VLAN is not ours. A
+  // priority tag (VLAN 0) is allowed on an untagged device: it only carries the PCP.
+  const MacAddr dmac = pkt.eth_dst();
+  if (!is_zero(cfg_.mac) && dmac != cfg_.mac && !(dmac[0] & 1)) {
+    cnt_.add(Counter::kDropDstMac);
+    return;
+  }
+  if (cfg_.vlan ? !pkt.vlan_tagged() || pkt.vlan_id() != cfg_.vlan_id : pkt.vlan_id() != 0) {
+    cnt_.add(Counter::kDropVlan);
+    return;
+  }
+  if (pkt.ip_dst() != cfg_.gid) {
     cnt_.add(Counter::kDropDstGid);
     return;
   }
@@ -33,6 +58,10 @@ void Device::handle_rx(PktBuf* buf) {
   Qp* qp = find_qp(bth_dqpn(bth));
   if (!qp) {
     cnt_.add(Counter::kDropUnknownQp);
+    return;
+  }
+  if (const Counter c = qp->check_source(pkt); c != Counter::kCount) {
+    cnt_.add(c);
     return;
   }
   const uint32_t m = pkt.op().mask;

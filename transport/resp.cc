@@ -70,7 +70,7 @@ void Qp::resp_rc(const ParsedPacket& pkt) {
       nak_sent_ = true;
       ++cnt_.seq_naks_sent;
       dev_->cnt().add(Counter::kSeqNakSent);
-      resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kNak, kNakPsnSeq), epsn_, msn_});
+      resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, kNakPsnSeq), epsn_, msn_});
     }
     return;
   }
@@ -122,7 +122,7 @@ void Qp::resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev
     have_wqe_ = false;
   }
   jobs_count_ = 0;  // nothing queued may follow a fatal NAK
-  resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kNak, nak), psn, msn_});
+  resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, nak), psn, msn_});
   resp_transmit(1);
   dev_->raise(ev, qpn_);
   enter_error();
@@ -146,8 +146,16 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   if (need && !(attr_.qp_access_flags & need))
     return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
 
-  if (m & kOpRead) return resp_read(pkt);
-  if (m & kOpAtomic) return resp_atomic(pkt);
+  if (m & (kOpRead | kOpAtomic)) {
+    // At most max_dest_rd_atomic READ/ATOMIC requests may await their responses (the requester's
+    // max_rd_atomic must not exceed it). One beyond is an invalid request, as Linux rxe answers it, never a
+    // silent drop.
+    if (resp_rd_atomic_queued() >= attr_.max_dest_rd_atomic) {
+      dev_->cnt().add(Counter::kRdAtomicOverLimit);
+      return resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
+    }
+    return (m & kOpRead) ? resp_read(pkt) : resp_atomic(pkt);
+  }
 
   // A message that completes a receive needs its WQE before any of its data is placed, so that an RNR NAK
   // leaves nothing half done and the retried packet executes from scratch.
@@ -156,7 +164,8 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     if (type() == QpType::kUc) return resp_drop_message();  // UC has no RNR NAK: the message is lost
     ++cnt_.rnr_naks_sent;
     dev_->cnt().add(Counter::kRnrNakSent);
-    resp_queue(RespJob{RespJob::kNak, aeth_syndrome(AethKind::kRnrNak, attr_.min_rnr_timer), psn, msn_});
+    resp_queue(
+        RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kRnrNak, attr_.min_rnr_timer), psn, msn_});
     return;
   }
 
@@ -169,13 +178,20 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     if (m & kStartsMessage) {
       const Reth& r = pkt.reth();
       write_va_ = r.va.get();
+      write_rkey_ = r.rkey.get();
       write_len_ = write_left_ = r.dma_len.get();
       // A zero-length WRITE names no memory: its R_Key is not checked.
-      if (write_len_ && !dev_->mrs_.check(r.rkey.get(), pd_, write_va_, write_len_, kAccessRemoteWrite))
+      if (write_len_ && !dev_->mrs_.check(write_rkey_, pd_, write_va_, write_len_, kAccessRemoteWrite))
         return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     }
     if (pkt.payload_len > write_left_ || ((m & kEndsMessage) && pkt.payload_len != write_left_))
       return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+    // Every packet is checked against the key table when it lands, not only the first: the application may
+    // deregister or re-register the region (new keys) between the packets of one message, and then nothing
+    // more may be written there (C9-177: an R_Key violation on any packet is a remote access error).
+    if (pkt.payload_len &&
+        !dev_->mrs_.check(write_rkey_, pd_, write_va_, pkt.payload_len, kAccessRemoteWrite))
+      return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload(), pkt.payload_len);
     write_va_ += pkt.payload_len;
     write_left_ -= pkt.payload_len;
@@ -315,7 +331,7 @@ void Qp::resp_read(const ParsedPacket& pkt) {
   res = RdAtomicRes{true, false, psn, psn_add(psn, npkts - 1), 0};
   // C9-148: a READ counts as a message once accepted; its responses carry the incremented MSN.
   msn_ = psn_add(msn_, 1);
-  resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, r.va.get(), len, r.rkey.get()});
+  resp_queue(RespJob{RespJob::kRead, false, 0, psn, msn_, r.va.get(), len, r.rkey.get()});
   epsn_ = psn_add(epsn_, npkts);
   unacked_pkts_ = 0;
 }
@@ -339,7 +355,7 @@ void Qp::resp_atomic(const ParsedPacket& pkt) {
   }
   RdAtomicRes& res = res_[res_next_++ % res_.size()];
   res = RdAtomicRes{true, true, psn, psn, orig};
-  RespJob job{RespJob::kAtomicAck, 0, psn, msn_ = psn_add(msn_, 1)};
+  RespJob job{RespJob::kAtomicAck, false, 0, psn, msn_ = psn_add(msn_, 1)};
   job.orig = orig;
   resp_queue(job);
   epsn_ = psn_add(epsn_, 1);
@@ -359,16 +375,18 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
     if (!r.valid || psn_diff(psn, r.psn) < 0 || psn_diff(psn, r.last_psn) > 0) continue;
     if ((m & kOpAtomic) && r.is_atomic && r.psn == psn) {
       resp_trim_jobs(psn);
-      RespJob job{RespJob::kAtomicAck, 0, psn, msn_};
+      RespJob job{RespJob::kAtomicAck, true, 0, psn, msn_};
       job.orig = r.orig;
       return resp_queue(job);
     }
     if ((m & kOpRead) && !r.is_atomic) {
       const Reth& reth = pkt.reth();
       const uint64_t len = reth.dma_len.get();
-      if (len && !dev_->mrs_.check(reth.rkey.get(), pd_, reth.va.get(), len, kAccessRemoteRead)) return;
+      // The region may have gone since the first execution: a remote access error now, as for a new READ.
+      if (len && !dev_->mrs_.check(reth.rkey.get(), pd_, reth.va.get(), len, kAccessRemoteRead))
+        return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
       if (!resp_trim_jobs(psn)) return;  // an earlier request's responses are still on their way to psn
-      return resp_queue(RespJob{RespJob::kRead, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
+      return resp_queue(RespJob{RespJob::kRead, true, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
     }
   }
   // No saved resource (it was reused): drop; the requester retries and times out if this persists.
@@ -389,8 +407,20 @@ bool Qp::resp_trim_jobs(uint32_t psn) {
   return true;
 }
 
+uint32_t Qp::resp_rd_atomic_queued() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < jobs_count_; ++i) {
+    const RespJob& j = jobs_[(jobs_head_ + i) % jobs_.size()];
+    n += !j.duplicate && (j.kind == RespJob::kRead || j.kind == RespJob::kAtomicAck);
+  }
+  return n;
+}
+
 void Qp::resp_queue(const RespJob& job) {
-  if (jobs_count_ == jobs_.size()) return;  // full: the requester's retry recovers
+  if (jobs_count_ == jobs_.size()) {  // full: the requester's retry recovers; counted, never silent
+    dev_->cnt().add(Counter::kRespQueueFull);
+    return;
+  }
   jobs_[(jobs_head_ + jobs_count_++) % jobs_.size()] = job;
 }
 
@@ -405,7 +435,7 @@ void Qp::resp_queue_ack(uint32_t psn) {
       return;
     }
   }
-  resp_queue(RespJob{RespJob::kAck, 0, psn, msn_});
+  resp_queue(RespJob{RespJob::kAck, false, 0, psn, msn_});
 }
 
 uint8_t Qp::resp_credit_code() const {
@@ -423,6 +453,13 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
     if (job.kind == RespJob::kRead && dev_->now() < pace_next()) break;
     if (!resp_send_job(job)) break;
     ++sent;
+    if (resp_abort_) {  // a READ's region went away: the NAK that replaced its response is out
+      resp_abort_ = false;
+      jobs_count_ = 0;
+      dev_->raise(EventType::kQpAccessErr, qpn_);
+      enter_error();
+      break;
+    }
     const bool done = job.kind != RespJob::kRead || job.left == 0;
     if (job.kind == RespJob::kRead) job.first = false;
     if (done) {
@@ -464,10 +501,15 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
                            : (last ? op::kRcReadRespLast : op::kRcReadRespMiddle);
   if (cc_->ecn_capable)
     h.ip.tclass = static_cast<uint8_t>((h.ip.tclass & ~3) | static_cast<uint8_t>(Ecn::kEct0));
-  // Re-check the region on every packet: the application may deregister it while a READ is answered.
+  // Re-check the region on every packet: the application may deregister it while a READ is answered. Then
+  // no byte more is read from it: the response becomes NAK Remote Access Error at this PSN (the requester
+  // completes the READ with REM_ACCESS_ERR) and the QP goes to ERR once it is sent.
   if (len && !dev_->mrs_.check(job.rkey, pd_, job.va, len, kAccessRemoteRead)) {
-    job.left = 0;
-    return true;
+    job.kind = RespJob::kNak;
+    job.syndrome = aeth_syndrome(AethKind::kNak, kNakRemAccess);
+    dev_->cnt().add(Counter::kRemAccessNakSent);
+    resp_abort_ = true;  // once the NAK is out (this call, or a later one if no buffer is free now)
+    return resp_emit_job(job, nullptr);
   }
   const Sge src{job.va, len, 0};
   if (!emit(h, &src, 1, 0, len, true, echo)) return false;

@@ -126,6 +126,14 @@ struct ParsedPacket {
   const uint8_t* payload() const { return frame + payload_off; }
   // The IP ECN codepoint (CE marks reach congestion control).
   Ecn ecn() const;
+  // Link and network addresses, for the checks a device and a connected QP make against their own and the
+  // path's (IPv4 addresses come back IPv4-mapped, as GIDs hold them).
+  MacAddr eth_dst() const;
+  MacAddr eth_src() const;
+  bool vlan_tagged() const { return l3_off > sizeof(EthHdr); }
+  uint16_t vlan_id() const;  // 0 when untagged
+  Ipv6Addr ip_src() const;
+  Ipv6Addr ip_dst() const;
 };
 
 // Validates a frame and fills `out`. Checks, in order: Ethernet/VLAN, IP version and header, IPv4 checksum

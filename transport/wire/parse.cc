@@ -23,6 +23,36 @@ Ecn ParsedPacket::ecn() const {
   return static_cast<Ecn>(tc & 3);
 }
 
+MacAddr ParsedPacket::eth_dst() const {
+  MacAddr m;
+  std::memcpy(m.data(), reinterpret_cast<const EthHdr*>(frame)->dst, m.size());
+  return m;
+}
+
+MacAddr ParsedPacket::eth_src() const {
+  MacAddr m;
+  std::memcpy(m.data(), reinterpret_cast<const EthHdr*>(frame)->src, m.size());
+  return m;
+}
+
+uint16_t ParsedPacket::vlan_id() const {
+  return vlan_tagged() ? reinterpret_cast<const VlanTag*>(frame + sizeof(EthHdr))->tci.get() & 0x0FFF : 0;
+}
+
+Ipv6Addr ParsedPacket::ip_src() const {
+  if (!ipv6) return ipv4_mapped(reinterpret_cast<const Ipv4Hdr*>(frame + l3_off)->src.get());
+  Ipv6Addr a;
+  std::memcpy(a.data(), reinterpret_cast<const Ipv6Hdr*>(frame + l3_off)->src, a.size());
+  return a;
+}
+
+Ipv6Addr ParsedPacket::ip_dst() const {
+  if (!ipv6) return ipv4_mapped(reinterpret_cast<const Ipv4Hdr*>(frame + l3_off)->dst.get());
+  Ipv6Addr a;
+  std::memcpy(a.data(), reinterpret_cast<const Ipv6Hdr*>(frame + l3_off)->dst, a.size());
+  return a;
+}
+
 RxDrop parse_frame(const uint8_t* frame, size_t len, ParsedPacket* out) {
   if (len < sizeof(EthHdr)) return RxDrop::kTruncEth;
   size_t off = sizeof(EthHdr);
@@ -45,7 +75,10 @@ RxDrop parse_frame(const uint8_t* frame, size_t len, ParsedPacket* out) {
     if (ipv4_ihl_bytes(ip) != sizeof(Ipv4Hdr))
       return ipv4_ihl_bytes(ip) < sizeof(Ipv4Hdr) ? RxDrop::kIpLength : RxDrop::kIpv4Options;
     if (ipv4_checksum(ip) != 0) return RxDrop::kIpv4Checksum;
-    if (ip.flags_frag.get() & 0x3FFF) return RxDrop::kIpv4Fragment;  // MF or an offset: never RoCE
+    // MF or an offset: never RoCE. DF clear is treated the same: every RoCEv2 sender (RNICs, Soft-RoCE,
+    // uroce) sets it, and a datagram without it may be one the kernel reassembled from fragments before
+    // handing it to a packet socket (af_packet's fanout defragments), which must not be executed either.
+    if ((ip.flags_frag.get() & 0x3FFF) || !(ip.flags_frag.get() & 0x4000)) return RxDrop::kIpv4Fragment;
     if (ip.proto != kIpProtoUdp) return RxDrop::kNotUdp;
     l4_off = l3_off + sizeof(Ipv4Hdr);
     ip_end = l3_off + ip.total_len.get();
