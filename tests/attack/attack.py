@@ -43,10 +43,13 @@ NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP = 0x60, 0x61, 0x62, 0x63
 FAILURES = []
 
 
+CURRENT = [""]  # the case running, named in the failure summary
+
+
 def check(cond, what):
     print(("  ok    " if cond else "  FAIL  ") + what, flush=True)
     if not cond:
-        FAILURES.append(what)
+        FAILURES.append("%s: %s" % (CURRENT[0], what))
     return cond
 
 
@@ -592,7 +595,7 @@ def case_dereg_read(ctx):
     the responses stop before the end, a NAK Remote Access Error follows, and every response payload is the
     original pattern (nothing was read after the deregistration)."""
     size = 1 << 20
-    v = ctx.victim(size=size, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=100"})
+    v = ctx.victim(size=size, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=20"})
     me = v.info
     peer = ctx.peer
     psn0 = peer.psn
@@ -705,7 +708,7 @@ def case_forged_nak(ctx):
 def case_rd_atomic(ctx):
     """max_dest_rd_atomic 1 and four 64 KiB READ requests sent back to back: the ones beyond the limit get
     NAK Invalid Request (not a silent drop) and rd_atomic_over_limit counts them."""
-    v = ctx.victim(size=1 << 18, rd_atomic=1, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=100"})
+    v = ctx.victim(size=1 << 18, rd_atomic=1, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=20"})
     me = v.info
     peer = ctx.peer
     m = ctx.sn.mark()
@@ -907,9 +910,17 @@ def main():
     try:
         for name in args.cases:
             print("== %s" % name, flush=True)
+            CURRENT[0] = name
             t = time.monotonic()
             ctx.peer = Peer(ctx)
-            CASES[name](ctx)
+            try:
+                CASES[name](ctx)
+            except Exception as e:  # noqa: BLE001 - one broken case must not hide the others' results
+                import traceback
+                traceback.print_exc()
+                check(False, "%s: %s: %s" % (name, type(e).__name__, e))
+            for v in list(ctx.victims):  # what a failed case left running
+                ctx.close(v)
             print("   (%.1f s)" % (time.monotonic() - t), flush=True)
     finally:
         for v in list(ctx.victims):
