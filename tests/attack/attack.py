@@ -370,7 +370,7 @@ class Victim:
                 flat[section + "." + k] = v
         return flat
 
-    def wait_counter(self, name, at_least, timeout=3.0):
+    def wait_counter(self, name, at_least, timeout=2.0):
         """Polls the victim's stats until counter `name` reaches at_least (True) or timeout (False)."""
         end = time.monotonic() + timeout
         while True:
@@ -606,7 +606,7 @@ def case_dereg_read(ctx):
     r = v.cmd("dereg poison")
     check(r and r.get("ok"), "victim deregistered during the READ")
     t_dereg = time.monotonic()
-    nak = peer.wait_aeth(is_nak(NAK_REM_ACCESS), timeout=5.0, start=m)
+    nak = peer.wait_aeth(is_nak(NAK_REM_ACCESS), timeout=3.0, start=m)
     check(nak is not None, "NAK Remote Access Error after the deregistration")
     # Anything after the NAK would be the READ resuming: let a burst's worth of time pass via a final ping.
     resp = [p for p in ctx.sn.since(m) if p["op"] in (READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY)]
@@ -714,7 +714,7 @@ def case_rd_atomic(ctx):
     m = ctx.sn.mark()
     s0 = v.stats()
     peer.send([peer.read_frame(me["qpn"], me["addr"] + i * 65536, me["rkey"], 65536) for i in range(4)])
-    nak = peer.wait_aeth(is_nak(NAK_INV_REQ), timeout=5.0, start=m)
+    nak = peer.wait_aeth(is_nak(NAK_INV_REQ), timeout=3.0, start=m)
     check(nak is not None, "NAK Invalid Request for a READ beyond max_dest_rd_atomic")
     s1 = v.wait_counter("rd_atomic_over_limit", counter(s0, "rd_atomic_over_limit") + 1)
     check(s1 is not None, "rd_atomic_over_limit counted")
