@@ -36,6 +36,7 @@ MTU = 1024
 # RC opcodes (IBA 9.2, table 39)
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
 READ_REQ, READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY, ACK = 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11
+FETCH_ADD = 0x14
 # AETH syndromes: ACK with "no credit limit", NAK codes (IBA 9.7.5.2.8 / 9.7.5.2.x)
 SYN_ACK = 0x1F
 NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP = 0x60, 0x61, 0x62, 0x63
@@ -92,6 +93,10 @@ def bth(op, dqpn, psn, ackreq=False, pad=0, se=False):
 
 def reth(va, rkey, length):
     return struct.pack("!QII", va, rkey, length)
+
+
+def atomic_eth(va, rkey, swap_add, compare):
+    return struct.pack("!QIQQ", va, rkey, swap_add, compare)
 
 
 def aeth(syndrome, msn):
@@ -544,6 +549,7 @@ def dereg_write(ctx, how):
     nak = peer.wait_aeth(is_nak(NAK_REM_ACCESS), start=m)
     check(nak is not None, "WRITE_MIDDLE after %s: NAK Remote Access Error" % "+".join(how))
     check(nak is None or nak["psn"] == peer.psn - 2, "the NAK names WRITE_MIDDLE's PSN (%s)" % (nak and nak["psn"]))
+    check(nak is None or nak["icrc_ok"], "the NAK's ICRC is right")
     acks = [p for p in ctx.sn.since(m) if p["op"] == ACK and is_ack(p["syndrome"])]
     check(not acks, "no ACK for the rest of the WRITE (%d)" % len(acks))
     check(v.alive(), "victim alive")
@@ -672,6 +678,12 @@ def case_frame_drops(ctx):
     check(peer.wait_aeth(is_ack, psn=psn, start=m) is not None, "the honest peer's WRITE afterwards: ACK")
     d = v.cmd("dump 0 64")
     check(d and bytes.fromhex(d["hex"]) == b"H" * 64, "the honest peer's WRITE landed")
+    # A priority tag (802.1Q with VLAN 0, only the PCP) is not another VLAN: taken on an untagged device.
+    m = ctx.sn.mark()
+    peer.send(peer.write_frames(vlan=0, **dict(w, data=b"P" * 64)))
+    check(peer.wait_aeth(is_ack, psn=psn + 1, start=m) is not None, "a priority-tagged (VLAN 0) WRITE: ACK")
+    d = v.cmd("dump 0 64")
+    check(d and bytes.fromhex(d["hex"]) == b"P" * 64, "the priority-tagged WRITE landed")
     ctx.close(v)
 
 
@@ -721,6 +733,22 @@ def case_rd_atomic(ctx):
     check(s1 is not None and counter(s1, "inv_req_nak_sent") > counter(s0, "inv_req_nak_sent"),
           "inv_req_nak_sent counted")
     check(v.alive(), "victim alive")
+    ctx.close(v)
+    # The same limit covers ATOMICs: a FETCH_ADD while a READ's responses are still going out.
+    ctx.peer = peer = Peer(ctx)
+    v = ctx.victim(size=1 << 18, rd_atomic=1, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=20"})
+    me = v.info
+    m = ctx.sn.mark()
+    s0 = v.stats()
+    read = peer.read_frame(me["qpn"], me["addr"], me["rkey"], 65536)
+    atomic = frame(FETCH_ADD, me["qpn"], peer.psn, atomic_eth(me["addr"] + 65536, me["rkey"], 1, 0), ackreq=True)
+    peer.send([read, atomic])
+    nak = peer.wait_aeth(is_nak(NAK_INV_REQ), psn=peer.psn, timeout=3.0, start=m)
+    check(nak is not None, "NAK Invalid Request for a FETCH_ADD beyond max_dest_rd_atomic")
+    s1 = v.wait_counter("rd_atomic_over_limit", counter(s0, "rd_atomic_over_limit") + 1)
+    check(s1 is not None, "rd_atomic_over_limit counted for the ATOMIC")
+    d = v.cmd("dump 65536 8")
+    check(d and bytes.fromhex(d["hex"]) == pattern(65536, 8), "the refused FETCH_ADD changed nothing")
     ctx.close(v)
 
 
