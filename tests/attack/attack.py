@@ -752,6 +752,43 @@ def case_rd_atomic(ctx):
     ctx.close(v)
 
 
+def case_bad_lengths(ctx):
+    """WRITEs whose packets disagree with the length their RETH announced: NAK Invalid Request at the first
+    packet that disagrees, and nothing written past what was announced (or at all, for a single packet)."""
+    variants = [
+        # (what, frames(me, psn), PSN the NAK names, bytes from offset 0 that may have been written)
+        ("4 packets for a 2-packet RETH length",
+         lambda me, psn: [frame(WRITE_FIRST, me["qpn"], psn, reth(me["addr"], me["rkey"], 2 * MTU), b"M" * MTU)] +
+         [frame(WRITE_MIDDLE, me["qpn"], psn + i, b"", b"M" * MTU) for i in (1, 2)] +
+         [frame(WRITE_LAST, me["qpn"], psn + 3, b"", b"M" * MTU, ackreq=True)], 2, 2 * MTU),
+        ("WRITE_ONLY longer than its RETH length",
+         lambda me, psn: [frame(WRITE_ONLY, me["qpn"], psn, reth(me["addr"], me["rkey"], 16), b"L" * 64,
+                                ackreq=True)], 0, 0),
+        ("WRITE_ONLY shorter than its RETH length",
+         lambda me, psn: [frame(WRITE_ONLY, me["qpn"], psn, reth(me["addr"], me["rkey"], 640), b"S" * 64,
+                                ackreq=True)], 0, 0),
+        ("WRITE_MIDDLE shorter than the path MTU",
+         lambda me, psn: [frame(WRITE_FIRST, me["qpn"], psn, reth(me["addr"], me["rkey"], 3 * MTU), b"m" * MTU),
+                          frame(WRITE_MIDDLE, me["qpn"], psn + 1, b"", b"m" * 100),
+                          frame(WRITE_LAST, me["qpn"], psn + 2, b"", b"m" * MTU, ackreq=True)], 1, MTU),
+    ]
+    for what, build, nak_at, allowed in variants:
+        ctx.peer = peer = Peer(ctx)
+        v = ctx.victim()
+        me = v.info
+        m = ctx.sn.mark()
+        peer.send(build(me, peer.psn))
+        nak = peer.wait_aeth(is_nak(NAK_INV_REQ), start=m)
+        check(nak is not None and nak["psn"] == peer.psn + nak_at,
+              "%s: NAK Invalid Request at PSN +%d (%s)" % (what, nak_at, nak and nak["psn"] - peer.psn))
+        d = v.cmd("dump %d %d" % (allowed, 4 * MTU - allowed))
+        check(d and bytes.fromhex(d["hex"]) == pattern(allowed, 4 * MTU - allowed),
+              "%s: nothing written past byte %d" % (what, allowed))
+        c = v.cmd("check")
+        check(c and c["guards_ok"], "%s: guard pages unchanged" % what)
+        ctx.close(v)
+
+
 def case_keys_differ(ctx):
     """Two runs of the same victim: QPN and rkey differ (neither is predictable from the previous run)."""
     a = ctx.victim()
