@@ -596,10 +596,11 @@ def case_rereg_write(ctx):
     ctx.close(v)
 
 
-def case_dereg_read(ctx):
-    """A 1 MiB READ; once its responses flow the victim deregisters the region and poisons it with 0xEE:
-    the responses stop before the end, a NAK Remote Access Error follows, and every response payload is the
-    original pattern (nothing was read after the deregistration)."""
+def dereg_read(ctx, steps):
+    """A 1 MiB READ; once its responses flow the victim runs `steps` (deregisters the region and poisons it
+    with 0xEE, or deregisters and unmaps it): the responses stop before the end, a NAK Remote Access Error
+    follows, the victim survives, and every response payload is the original pattern (nothing was read after
+    the deregistration)."""
     size = 1 << 20
     v = ctx.victim(size=size, env={"UROCE_CC": "dcqcn", "UROCE_CC_PARAMS": "rpg_max_rate=20"})
     me = v.info
@@ -607,28 +608,41 @@ def case_dereg_read(ctx):
     psn0 = peer.psn
     m = ctx.sn.mark()
     peer.send([peer.read_frame(me["qpn"], me["addr"], me["rkey"], size)])
-    first = ctx.sn.wait(lambda p: p["op"] in (READ_FIRST, READ_ONLY), 3.0, m)
-    check(first is not None, "READ responses flow")
-    r = v.cmd("dereg poison")
-    check(r and r.get("ok"), "victim deregistered during the READ")
+    eighth = ctx.sn.wait(lambda p: p["op"] in (READ_MIDDLE, READ_LAST) and p["psn"] == (psn0 + 7) & 0xFFFFFF, 3.0, m)
+    check(eighth is not None, "READ responses flow (8 seen)")
+    for step in steps:
+        r = v.cmd(step)
+        check(r and r.get("ok"), "victim: %s during the READ -> %s" % (step, r))
     t_dereg = time.monotonic()
     nak = peer.wait_aeth(is_nak(NAK_REM_ACCESS), timeout=3.0, start=m)
     check(nak is not None, "NAK Remote Access Error after the deregistration")
-    # Anything after the NAK would be the READ resuming: let a burst's worth of time pass via a final ping.
+    # A victim round trip and a stats read (tens of ms: dozens of paced response slots) before looking at
+    # what was sent, so a READ that resumed after its NAK would show.
+    c = v.cmd("check")
+    check(c is not None and c["guards_ok"], "victim alive, guard pages unchanged (%s)" % c)
+    st = v.stats()
+    check(counter(st, "rem_access_nak_sent") >= 1, "rem_access_nak_sent counted")
     resp = [p for p in ctx.sn.since(m) if p["op"] in (READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY)]
     n = len(resp)
     total = size // MTU
-    print("  info  %d of %d responses before the stop; first NAK %.1f ms after dereg returned" %
-          (n, total, ((nak["t"] - t_dereg) * 1e3) if nak else -1))
+    print("  info  %d of %d responses before the stop; first NAK %.1f ms after %s returned" %
+          (n, total, ((nak["t"] - t_dereg) * 1e3) if nak else -1, "+".join(steps)))
     check(n < total and not any(p["op"] == READ_LAST for p in resp), "the READ did not complete")
     bad = [p["psn"] for p in resp
            if p["payload"] != pattern(((p["psn"] - psn0) & 0xFFFFFF) * MTU, len(p["payload"]))]
     check(not bad, "no response carries bytes read after dereg (bad PSNs %s)" % bad[:5])
     after = [p for p in resp if nak and p["t"] > nak["t"]]
     check(not after, "no response after the NAK (%d)" % len(after))
-    check(counter(v.stats(), "rem_access_nak_sent") >= 1, "rem_access_nak_sent counted")
     check(v.alive(), "victim alive")
     ctx.close(v)
+
+
+def case_dereg_read(ctx):
+    dereg_read(ctx, ["dereg poison"])
+
+
+def case_dereg_munmap_read(ctx):
+    dereg_read(ctx, ["dereg", "munmap"])
 
 
 def case_frame_drops(ctx):
