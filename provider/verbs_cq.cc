@@ -199,8 +199,9 @@ ibv_cq_ex* create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) {
   if (attr->wc_flags & IBV_WC_EX_WITH_SLID) ex->read_slid = read_slid;
   if (attr->wc_flags & IBV_WC_EX_WITH_SL) ex->read_sl = read_sl;
   if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS) ex->read_dlid_path_bits = read_dlid_path_bits;
-  // ibv_create_cq_ex does not initialise the CQ for us, unlike ibv_create_cq.
-  verbs_init_cq(&q->vcq.cq, c, attr->channel, attr->cq_context);
+  // libibverbs initialises the CQ (verbs_init_cq: context, channel reference, cq_context) after this returns,
+  // for ibv_create_cq_ex as for ibv_create_cq; doing it here too would take a second reference on the
+  // completion channel, and ibv_destroy_comp_channel would then fail with EBUSY after the CQ is gone.
   return ex;
 }
 

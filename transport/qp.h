@@ -151,7 +151,7 @@ class Qp {
   void flush();
   void complete_send(SendWqe& w, WcStatus status);
   void complete_recv(const RecvWqe& w, WcStatus status, uint32_t byte_len, WcOpcode op, uint32_t flags,
-                     uint32_t imm, uint32_t src_qp, bool solicited);
+                     uint32_t imm, uint32_t src_qp, bool solicited, uint8_t sl = 0);
   void reset_connection();
   bool sq_idle() const;  // no WQE is being sent or waiting for its response
   void sqd_check_drained();

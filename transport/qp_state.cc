@@ -298,7 +298,7 @@ void Qp::complete_send(SendWqe& w, WcStatus status) {
 }
 
 void Qp::complete_recv(const RecvWqe& w, WcStatus status, uint32_t byte_len, WcOpcode op, uint32_t flags,
-                       uint32_t imm, uint32_t src_qp, bool solicited) {
+                       uint32_t imm, uint32_t src_qp, bool solicited, uint8_t sl) {
   Wc wc;
   wc.wr_id = w.wr_id;
   wc.status = status;
@@ -308,6 +308,7 @@ void Qp::complete_recv(const RecvWqe& w, WcStatus status, uint32_t byte_len, WcO
   wc.wc_flags = flags;
   wc.qp_num = qpn_;
   wc.src_qp = src_qp;
+  wc.sl = sl;
   if (!init_.recv_cq->push(wc, solicited)) dev_->raise(EventType::kCqErr, init_.recv_cq->handle());
 }
 

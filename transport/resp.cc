@@ -262,9 +262,13 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
   if (m & kHasImmDt) std::memcpy(&imm_be, pkt.immdt().b, 4);
   have_wqe_ = false;
   if (st != WcStatus::kSuccess) return complete_recv(wqe_, st, 0, WcOpcode::kRecv, 0, 0, 0, true);
+  // The completion's SL carries the packet's network header type, as ConnectX reports it for RoCE (bits 2:0:
+  // 1 IPv6, 2 IPv4; bit 3: over UDP, i.e. RoCEv2): UCX's ud_verbs reads it to know where the GID sits in the
+  // GRH area (IPv4: the last 4 bytes of the IPv4 header at 20..39) and drops datagrams otherwise.
+  const uint8_t net_hdr_type = pkt.ipv6 ? 0x9 : 0xA;
   complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(sizeof(grh) + pkt.payload_len),
                 WcOpcode::kRecv, kWcGrh | ((m & kHasImmDt) ? uint32_t{kWcWithImm} : 0u), imm_be,
-                deth.src_qp.get(), bth_se(pkt.bth()));
+                deth.src_qp.get(), bth_se(pkt.bth()), net_hdr_type);
 }
 
 // Notification point (DCQCN NP, A17.9): a CE-marked packet makes the receiver send a CNP to the sender's QP,

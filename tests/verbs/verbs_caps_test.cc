@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "tests/verbs/verbs_env.h"
 
@@ -46,6 +47,71 @@ TEST(DeviceCaps, CompletionVectorsOutsideTheContextsAreRefused) {
   ASSERT_NE(ex, nullptr);
   EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(ex)), 0);
   EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
+TEST(DeviceCaps, ACompletionChannelIsFreeOnceItsCqsAreGone) {
+  ibv_context* ctx = open_uroce();
+  ASSERT_NE(ctx, nullptr);
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  ASSERT_NE(ch, nullptr);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, ch, 0);
+  ASSERT_NE(cq, nullptr);
+  int token = 0;
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 16;
+  attr.channel = ch;
+  attr.cq_context = &token;
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+  ibv_cq_ex* ex = ibv_create_cq_ex(ctx, &attr);
+  ASSERT_NE(ex, nullptr);
+  EXPECT_EQ(ibv_cq_ex_to_cq(ex)->channel, ch);
+  EXPECT_EQ(ibv_cq_ex_to_cq(ex)->cq_context, &token);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), EBUSY) << "still used by two CQs";
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(ex)), 0);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0) << "each CQ held one reference, and gave it back";
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
+// UD receives report the packet's network header type in the SL, as ConnectX does for RoCE: UCX's ud_verbs
+// reads it to find the GID in the GRH area and drops every datagram when it is 0.
+TEST(DeviceCaps, UdReceiveReportsTheRoceNetworkHeaderTypeInTheSl) {
+  VerbsSide a, b;
+  make_side(&a, IBV_QPT_UD);
+  make_side(&b, IBV_QPT_UD);
+  ASSERT_EQ(to_rts_ud(a.qp, 0x1234), 0);
+  ASSERT_EQ(to_rts_ud(b.qp, 0x1234), 0);
+  ibv_ah_attr ah_attr{};
+  ah_attr.is_global = 1;
+  ah_attr.grh.dgid = gid0(b.ctx);
+  ah_attr.grh.hop_limit = 64;
+  ah_attr.port_num = 1;
+  ibv_ah* ah = ibv_create_ah(a.pd, &ah_attr);
+  ASSERT_NE(ah, nullptr);
+  ibv_sge r{reinterpret_cast<uint64_t>(b.buf.data()), 40 + 64, b.mr->lkey};
+  ASSERT_EQ(post_recv(b.qp, &r, 1), 0);
+  ibv_sge s{reinterpret_cast<uint64_t>(a.buf.data()), 64, a.mr->lkey};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = b.qp->qp_num;
+  wr.wr.ud.remote_qkey = 0x1234;
+  ASSERT_EQ(ibv_post_send(a.qp, &wr, &bad), 0);
+  auto rw = poll_n(b.cq, 1);
+  ASSERT_EQ(rw.size(), 1u);
+  EXPECT_EQ(rw[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(rw[0].sl & 7, 2) << "RoCEv2 over IPv4";
+  EXPECT_TRUE(rw[0].sl & 8) << "over UDP";
+  // Where UCX then looks for the sender's address: the IPv4 source at bytes 32..35 of the GRH area.
+  const ibv_gid g = gid0(a.ctx);
+  EXPECT_EQ(std::memcmp(b.buf.data() + 32, g.raw + 12, 4), 0);
+  EXPECT_EQ(ibv_destroy_ah(ah), 0);
+  destroy_side(&a);
+  destroy_side(&b);
 }
 
 }  // namespace
