@@ -2,11 +2,12 @@
 """Wire attacks on a uroce responder, from a peer that builds its own RoCEv2 frames.
 
 Run by run_attack.sh inside the attacker's network namespace; the victim (victim.cc under `uroce run`,
-uroce's af_packet port) runs in the other namespace of the veth pair. Frames are built with scapy's
+uroce's af_packet port) runs in the other namespace of the veth pair, or, with --via memif, on a memif pair
+with attack_injector. Frames are built with scapy's
 Ether/IP/IPv6/UDP/Dot1Q layers plus BTH/RETH/AETH packed here from IBA chapter 9, and the ICRC is computed
 by icrc() below (checked against ../shared/golden/icrc_vectors.json and scapy's own BTH ICRC by the harness
-case): nothing of uroce's own frame builder is used. A raw packet socket sends and sniffs; every wait is on a
-condition (a sniffed frame, a victim answer, a counter) with a deadline, never a fixed sleep.
+case): nothing of uroce's own frame builder is used. A raw packet socket (or the injector) sends and sniffs;
+every wait is on a condition (a sniffed frame, a victim answer, a counter) with a deadline, never a fixed sleep.
 
 Each case prints what it checks and exits 0 when every check held, 1 otherwise.
 """
@@ -21,8 +22,8 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
 import logging
+import zlib
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # no "no address on lo" warnings
 from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw, raw, wrpcap  # noqa: E402
@@ -33,11 +34,11 @@ PEER_IP = "10.214.0.2"
 SPOOF_IP = "10.214.0.66"
 MTU = 1024
 
-# RC opcodes (IBA 9.2, table 39)
+# RC opcodes (IBA chapter 9, the BTH opcode table)
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
 READ_REQ, READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY, ACK = 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11
 FETCH_ADD = 0x14
-# AETH syndromes: ACK with "no credit limit", NAK codes (IBA 9.7.5.2.8 / 9.7.5.2.x)
+# AETH syndromes (IBA chapter 9): ACK with "no credit limit" (credit code 31), NAK codes 0-3
 SYN_ACK = 0x1F
 NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP = 0x60, 0x61, 0x62, 0x63
 
