@@ -704,8 +704,8 @@ def case_frame_drops(ctx):
 
 def case_forged_nak(ctx):
     """The victim's own RDMA WRITE is outstanding; a NAK Remote Access Error for its PSN arrives from a
-    spoofed source IP (and one from a spoofed MAC): both are dropped, the QP stays RTS, and the honest ACK
-    completes the WRITE successfully."""
+    spoofed source IP (and one from a spoofed MAC), then an ACK from the spoofed IP: all are dropped, the QP
+    stays RTS, nothing completes, and the honest ACK completes the WRITE successfully."""
     v = ctx.victim()
     me = v.info
     m = ctx.sn.mark()
@@ -725,6 +725,12 @@ def case_forged_nak(ctx):
     check(s1 is not None, "forged NAK from a spoofed MAC counted as drop_src_mac")
     c = v.cmd("check")
     check(c and c["qp_state"] == "RTS", "QP still RTS after the forged NAKs (%s)" % (c and c["qp_state"]))
+    # A forged positive ACK must not complete the WRITE either.
+    ctx.peer.send([frame(ACK, me["qpn"], req["psn"], aeth(SYN_ACK, 1), src_ip=SPOOF_IP)])
+    s2 = v.wait_counter("drop_src_addr", counter(s0, "drop_src_addr") + 2)
+    check(s2 is not None, "forged ACK from a spoofed IP counted as drop_src_addr")
+    w = v.cmd("poll 0")
+    check(w and w.get("wc") is None, "the forged ACK completed nothing (%s)" % (w and w.get("wc")))
     ctx.peer.send([frame(ACK, me["qpn"], req["psn"], aeth(SYN_ACK, 1))])
     w = v.cmd("poll 3000")
     st = w and w.get("wc") and w["wc"]["status"]
