@@ -12,6 +12,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev tshark iproute2 iperf3 sockperf valgrind
   python3 python3-scapy gnuplot-nox procps
+  # real clients the tests run over uroce
+  ucx-utils openmpi-bin libopenmpi-dev
 )
 
 missing=()

@@ -244,7 +244,9 @@ TEST(MemifProcesses, FramesCrossAndComeBack) {
     const auto lens = every_size_a_few_times(kMaxFrame);
     test::ExchangeStats st;
     ok = test::exchange(*server, *server, 0xC, test::kTagEcho, lens, &err, &st, nullptr, 256, 5000);
-    EXPECT_EQ(st.frames, ok ? lens.size() : st.frames);
+    if (ok) {
+      EXPECT_EQ(st.frames, lens.size());  // every frame sent came back
+    }
   }
   test::send_stop(*server);
   int status = 0;

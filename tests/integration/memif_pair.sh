@@ -20,8 +20,7 @@ esac
 UROCE_PORT="memif:socket=$sock,role=server" timeout 60 "$uroce" run --ip 127.1.0.1 -- "$@" "${port_opt[@]}" \
   >"$dir/server.log" 2>&1 &
 spid=$!
-for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-sleep 0.3  # the server's TCP listener
+wait_listen "$tcp" $spid || { echo "FAIL: the server never listened on $tcp"; cat "$dir/server.log"; exit 1; }
 UROCE_PORT="memif:socket=$sock,role=client" timeout 60 "$uroce" run --ip 127.1.0.2 -- "$@" "${port_opt[@]}" 127.0.0.1 \
   >"$dir/client.log" 2>&1
 crc=$?

@@ -27,8 +27,7 @@ fail() { echo "FAIL: $*"; echo "== server"; cat "$dir/srv.log"; echo "== client"
 args=(ib_write_bw -d uroce0 -x 0 -F -D 8 -p "$tcp")
 UROCE_PORT="memif:socket=$dir/m.sock,role=server" "$uroce" run --ip 127.1.0.1 -- "${args[@]}" >"$dir/srv.log" 2>&1 &
 spid=$!
-for _ in $(seq 50); do [ -S "$dir/m.sock" ] && break; sleep 0.1; done
-sleep 0.3  # the server's TCP listener
+wait_listen "$tcp" $spid || fail "the server never listened on $tcp"
 UROCE_PORT="memif:socket=$dir/m.sock,role=client" "$uroce" run --ip 127.1.0.2 -- "${args[@]}" 127.0.0.1 \
   >"$dir/cli.log" 2>&1 &
 cpid=$!  # `uroce run` execs: this is ib_write_bw's pid, which names its control socket

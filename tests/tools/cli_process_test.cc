@@ -5,6 +5,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <string>
+
 #include "tests/tools/process.h"
 #include "tools/uroce/dev_nodes.h"
 
@@ -72,6 +75,18 @@ class UroceCli : public ::testing::Test {
 
   TempDir tmp_;
 };
+
+// The helper every test here runs the CLI with is bounded: a child that hangs is killed and reported.
+TEST(RunProcess, KillsAChildThatOutlivesItsTimeout) {
+  ProcEnv env;
+  env.timeout_s = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProcResult r = run_process({"sleep", "30"}, env);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status, 128 + 9);
+  EXPECT_NE(r.err.find("killed after 1 s"), std::string::npos) << r.err;
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
 
 TEST_F(UroceCli, NoCommandIsAUsageError) {
   const ProcResult r = uroce({});

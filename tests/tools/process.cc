@@ -5,10 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace uroce::test {
 
@@ -37,8 +40,21 @@ ProcResult run_process(const std::vector<std::string>& argv, const ProcEnv& env)
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
+  // Bounded: a child that neither exits nor closes its output in time is killed and reported, so a
+  // hang fails the test that ran it instead of blocking until ctest's TIMEOUT kills the whole binary.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(env.timeout_s);
+  bool timed_out = false;
   while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) continue;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      for (auto& p : fds)
+        if (p.fd >= 0) close(p.fd);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       char buf[4096];
@@ -55,6 +71,8 @@ ProcResult run_process(const std::vector<std::string>& argv, const ProcEnv& env)
   int status = 0;
   waitpid(pid, &status, 0);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (timed_out)
+    r.err += "\n[run_process: " + argv[0] + " killed after " + std::to_string(env.timeout_s) + " s]\n";
   return r;
 }
 

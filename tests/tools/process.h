@@ -20,8 +20,10 @@ struct ProcEnv {
   std::vector<std::pair<std::string, std::string>> set;
   std::vector<std::string> unset;
   uid_t uid = static_cast<uid_t>(-1);  // switch to this uid (and gid) before exec when not -1
+  int timeout_s = 30;                  // then the child is killed (SIGKILL: status 137) and err says so
 };
 
+// Runs argv[0] (found on PATH) and waits, at most env.timeout_s seconds, for it to exit.
 ProcResult run_process(const std::vector<std::string>& argv, const ProcEnv& env = {});
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.

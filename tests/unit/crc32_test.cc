@@ -1,7 +1,11 @@
-// crc32_update (and the VPCLMULQDQ kernel behind it, where this CPU has one) against zlib's crc32, the
-// definition the ICRC uses. Every input is copied into a buffer that ends exactly where the input ends, so
-// an over-read past the last byte shows under ASan.
+// crc32_update and every CRC-32 kernel behind it against zlib's crc32, the definition the ICRC uses. Each
+// kernel runs on every machine whose CPU can execute it, whichever one the dispatcher prefers there: the
+// AVX2 + VPCLMULQDQ kernels of crc32_avx2.cc (plain and copying) and ISA-L's variants (table, SSE, AVX,
+// AVX-512). Every input is copied into a buffer that ends exactly where the input ends, so an over-read past
+// the last byte shows under ASan.
+#include <cpuid.h>
 #include <gtest/gtest.h>
+#include <isa-l/crc.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -11,8 +15,38 @@
 #include "transport/wire/crc32_avx2.h"
 #include "transport/wire/icrc.h"
 
+// ISA-L's per-CPU variants behind crc32_gzip_refl. Exported by libisal but not declared in its header; weak,
+// so a libisal without one of them leaves it null (and its test skipped) instead of failing to link.
+extern "C" {
+uint32_t crc32_gzip_refl_by8(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
+uint32_t crc32_gzip_refl_by8_02(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
+uint32_t crc32_gzip_refl_by16_10(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
+}
+
 namespace uroce::wire {
 namespace {
+
+// CPUID.(EAX=7,ECX=0):ECX[10], independent of what crc32_avx2_preferred() makes of it.
+bool cpu_has_vpclmulqdq() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & bit_VPCLMULQDQ) != 0;
+}
+
+// What crc32_avx2 / crc32_copy_avx2 execute: AVX2 (libgcc's check includes the OS saving YMM state),
+// PCLMULQDQ and VPCLMULQDQ. An AVX-512 CPU has them too; the dispatcher merely prefers ISA-L there.
+bool cpu_runs_avx2_kernel() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && cpu_has_vpclmulqdq();
+}
+
+// ISA-L's dispatch conditions: by8 needs SSE4.1 + PCLMULQDQ, by8_02 AVX + PCLMULQDQ, by16_10 AVX-512
+// (F, VL, BW, DQ, CD, with ZMM state) + VPCLMULQDQ.
+bool cpu_runs_isal_by8() { return __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("pclmul"); }
+bool cpu_runs_isal_by8_02() { return __builtin_cpu_supports("avx") && __builtin_cpu_supports("pclmul"); }
+bool cpu_runs_isal_by16_10() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512cd") && cpu_has_vpclmulqdq();
+}
 
 // zlib answers 0 (its initial value) for a null buffer, whatever crc it was given; an empty std::vector's
 // data() may be null, so empty inputs go in through a valid pointer.
@@ -86,16 +120,96 @@ TEST_F(Crc32Test, ContinuationAtRandomSplits) {
   }
 }
 
-// The kernel on its own, so that it stays covered whatever length crc32_update hands it from.
+// The kernel on its own, on every CPU that can run it: crc32_update uses it only where the dispatcher
+// prefers it (AVX2 without AVX-512).
 TEST_F(Crc32Test, Avx2KernelDirect) {
-  if (!crc32_avx2_preferred()) GTEST_SKIP() << "no AVX2 + VPCLMULQDQ (or AVX-512 present): kernel unused";
+  if (!cpu_runs_avx2_kernel()) GTEST_SKIP() << "this CPU lacks AVX2, PCLMULQDQ or VPCLMULQDQ";
   for (size_t n = kCrc32Avx2MinLen; n <= 2048; ++n) {
     const size_t offset = n % 64;
     const auto buf = input(offset, n);
     const uint32_t s = n % 3 == 0 ? 0 : seed();
     EXPECT_EQ(crc32_avx2(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n)) << n;
   }
+  for (int i = 0; i < 100; ++i) {
+    const size_t n = uniform(kCrc32Avx2MinLen, 64 * 1024);
+    const auto buf = input(0, n);
+    const uint32_t s = seed();
+    EXPECT_EQ(crc32_avx2(s, buf.data(), n), zlib_crc(s, buf.data(), n)) << n;
+  }
 }
+
+// The fused gather + CRC on its own: the same CRC as zlib, the bytes copied exactly, nothing written around
+// the destination, and continuation across pieces as the transmit path chains it over SGEs.
+TEST_F(Crc32Test, Avx2CopyKernelDirect) {
+  if (!cpu_runs_avx2_kernel()) GTEST_SKIP() << "this CPU lacks AVX2, PCLMULQDQ or VPCLMULQDQ";
+  auto check = [&](size_t n, size_t soff, size_t doff) {
+    const auto buf = input(soff, n);
+    std::vector<uint8_t> out(doff + n + 64, 0xA5);
+    const uint32_t s = n % 3 == 0 ? 0 : seed();
+    EXPECT_EQ(crc32_copy_avx2(s, out.data() + doff, buf.data() + soff, n), zlib_crc(s, buf.data() + soff, n))
+        << n;
+    EXPECT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    for (size_t i = 0; i < doff; ++i) ASSERT_EQ(out[i], 0xA5) << "before, n " << n;
+    for (size_t i = doff + n; i < out.size(); ++i) ASSERT_EQ(out[i], 0xA5) << "after, n " << n;
+  };
+  for (size_t n = kCrc32Avx2MinLen; n <= 2048; ++n) check(n, n % 64, (n * 7) % 64);
+  for (int i = 0; i < 100; ++i) check(uniform(kCrc32Avx2MinLen, 64 * 1024), uniform(0, 63), uniform(0, 63));
+  // Continuation: three pieces, each at least the kernel's minimum length.
+  for (int i = 0; i < 200; ++i) {
+    const size_t a = uniform(kCrc32Avx2MinLen, 3000), b = uniform(kCrc32Avx2MinLen, 3000),
+                 c = uniform(kCrc32Avx2MinLen, 3000);
+    const auto buf = input(0, a + b + c);
+    std::vector<uint8_t> out(buf.size());
+    uint32_t crc = crc32_copy_avx2(0, out.data(), buf.data(), a);
+    crc = crc32_copy_avx2(crc, out.data() + a, buf.data() + a, b);
+    crc = crc32_copy_avx2(crc, out.data() + a + b, buf.data() + a + b, c);
+    EXPECT_EQ(crc, zlib_crc(0, buf.data(), buf.size())) << a << "+" << b << "+" << c;
+    EXPECT_EQ(out, buf);
+  }
+}
+
+// ISA-L's variants, each on every CPU that can run it (crc32_update reaches only the one ISA-L's dispatcher
+// picks, and only where crc32_avx2 is not preferred).
+struct IsalKernel {
+  const char* name;
+  uint32_t (*fn)(uint32_t, const unsigned char*, uint64_t);
+  bool (*runs)();
+};
+
+class IsalCrc32Test : public Crc32Test, public ::testing::WithParamInterface<IsalKernel> {};
+
+TEST_P(IsalCrc32Test, MatchesZlib) {
+  const IsalKernel k = GetParam();
+  if (k.fn == nullptr) GTEST_SKIP() << k.name << " is not exported by this libisal";
+  if (!k.runs()) GTEST_SKIP() << "this CPU cannot run " << k.name;
+  for (size_t n = 0; n <= 1024; ++n) {
+    const size_t offset = n % 64;
+    const auto buf = input(offset, n);
+    const uint32_t s = n % 3 == 0 ? 0 : seed();
+    EXPECT_EQ(k.fn(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n)) << k.name << " n " << n;
+  }
+  for (int i = 0; i < 100; ++i) {
+    const size_t n = uniform(0, 64 * 1024);
+    const auto buf = input(0, n);
+    const uint32_t s = seed();
+    EXPECT_EQ(k.fn(s, buf.data(), n), zlib_crc(s, buf.data(), n)) << k.name << " n " << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, IsalCrc32Test,
+                         ::testing::Values(IsalKernel{"dispatcher", crc32_gzip_refl, [] { return true; }},
+                                           IsalKernel{"base",
+                                                      [](uint32_t c, const unsigned char* p, uint64_t n) {
+                                                        return crc32_gzip_refl_base(
+                                                            c, const_cast<unsigned char*>(p),
+                                                            n);  // not const in its header
+                                                      },
+                                                      [] { return true; }},
+                                           IsalKernel{"by8", crc32_gzip_refl_by8, cpu_runs_isal_by8},
+                                           IsalKernel{"by8_02", crc32_gzip_refl_by8_02, cpu_runs_isal_by8_02},
+                                           IsalKernel{"by16_10", crc32_gzip_refl_by16_10,
+                                                      cpu_runs_isal_by16_10}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // The copying variant: the same CRC, the bytes copied exactly, nothing written around the destination.
 TEST_F(Crc32Test, CopyUpdateChecksumsAndCopies) {

@@ -34,8 +34,11 @@ echo "second client's GID 0: $gid"
 
 sleep 1.5  # let the daemon settle into its long naps
 t0=$(cpu_ticks "$dpid")
-sleep 5
+sleep 5  # the measurement window itself
 t1=$(cpu_ticks "$dpid")
+# A daemon that died uses no CPU either: it must be alive, with its idle client's lease, at the end.
+[ -n "$t0" ] && [ -n "$t1" ] && kill -0 "$dpid" 2>/dev/null || fail "uroced $dpid died during the measurement"
+[ "$(stat_field leases)" = 1 ] && kill -0 $spid 2>/dev/null || fail "the idle client or its lease is gone"
 hz=$(getconf CLK_TCK)
 pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" 'BEGIN { printf "%.2f", 100 * t / hz / 5 }')
 echo "uroced CPU with one idle client over 5 s: $pct% of a core"

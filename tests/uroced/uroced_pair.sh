@@ -30,3 +30,7 @@ grep -c "release 127.1.0" "$dir"/uroce-*/uroced.log | grep -qx 2 || { echo "FAIL
 if grep "release 127.1.0" "$dir"/uroce-*/uroced.log | grep -q "rx_frames=0 "; then
   echo "FAIL: a port forwarded nothing"; exit 1
 fi
+# Dropped none: every drop counter of both ports is zero.
+if grep "release 127.1.0" "$dir"/uroce-*/uroced.log | grep -oE "drop_[a-z_]+=[0-9]+" | grep -v "=0$"; then
+  echo "FAIL: uroced dropped frames"; exit 1
+fi

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "tests/verbs/verbs_env.h"
 
@@ -156,6 +157,55 @@ TEST(AsyncEvents, RetryExhaustionRaisesQpFatal) {
   destroy_side(&b);
 }
 
+// A CQ overrun (more completions than it has entries, none polled) puts the CQ in error and raises
+// IBV_EVENT_CQ_ERR naming it; the completions that fitted stay pollable, later ones are lost.
+TEST(AsyncEvents, CqOverrunRaisesCqErr) {
+  VerbsSide a, b;
+  make_side(&a, IBV_QPT_RC);
+  make_side(&b, IBV_QPT_RC);
+  ibv_cq* small = ibv_create_cq(a.ctx, 2, nullptr, nullptr, 0);
+  ASSERT_NE(small, nullptr);
+  const int depth = small->cqe;
+  ASSERT_GE(depth, 2);
+  ASSERT_LE(depth, 64);
+  ASSERT_EQ(ibv_destroy_qp(a.qp), 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = small;
+  init.recv_cq = a.cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap = ibv_qp_cap{128, 16, 1, 1, 0};
+  a.qp = ibv_create_qp(a.pd, &init);
+  ASSERT_NE(a.qp, nullptr);
+  ASSERT_EQ(connect_rc(a, b), 0);
+  ibv_sge s{reinterpret_cast<uint64_t>(a.buf.data()), 8, a.mr->lkey};
+  const int posted = depth + 3;
+  for (int i = 0; i < posted; ++i)
+    ASSERT_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, &s, 1, reinterpret_cast<uint64_t>(b.buf.data()), b.mr->rkey,
+                        IBV_SEND_SIGNALED, i),
+              0);
+  // The event, within 10 s (the async fd is pollable; ibv_get_async_event would block).
+  pollfd pfd{a.ctx->async_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 10000), 1) << "no async event after " << posted << " completions on a CQ of "
+                                     << depth;
+  ibv_async_event ev{};
+  ASSERT_EQ(ibv_get_async_event(a.ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+  if (ev.event_type == IBV_EVENT_CQ_ERR) {
+    EXPECT_EQ(ev.element.cq, small);
+  }
+  ibv_ack_async_event(&ev);
+  std::vector<ibv_wc> wc(static_cast<size_t>(posted));
+  const int n = ibv_poll_cq(small, posted, wc.data());
+  EXPECT_EQ(n, depth) << "the completions that fitted";
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(wc[static_cast<size_t>(i)].wr_id, static_cast<uint64_t>(i));
+    EXPECT_EQ(wc[static_cast<size_t>(i)].status, IBV_WC_SUCCESS);
+  }
+  ASSERT_EQ(ibv_destroy_qp(a.qp), 0);
+  a.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_cq(small), 0);
+}
+
 TEST(Srq, SharedReceiveQueueFeedsQpsAndRaisesTheLimitEvent) {
   VerbsSide a, b;
   b.ctx = open_uroce();
@@ -166,7 +216,7 @@ TEST(Srq, SharedReceiveQueueFeedsQpsAndRaisesTheLimitEvent) {
   sa.attr.max_sge = 2;
   ibv_srq* srq = ibv_create_srq(pd, &sa);
   ASSERT_NE(srq, nullptr);
-  ibv_dealloc_pd(pd);  // in use: must fail with EBUSY and leave it intact
+  EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);  // in use by the SRQ: refused, and the PD stays intact
   make_side(&a, IBV_QPT_RC);
   b.pd = ibv_alloc_pd(b.ctx);
   // b's QP must use the SRQ's PD for its memory; recreate the SRQ there.

@@ -69,7 +69,7 @@ TEST(ResizeCq, KeepsQueuedCompletions) {
     ASSERT_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, &s, 1, reinterpret_cast<uint64_t>(b.buf.data()), b.mr->rkey,
                         IBV_SEND_SIGNALED, i),
               0);
-  // Let them complete without polling them, then shrink below their count (EINVAL) and grow.
+  // Let them complete without polling them, then grow.
   ibv_wc wc;
   for (int i = 0; i < 1000; ++i) ibv_poll_cq(b.cq, 1, &wc);  // drives progress, b's CQ stays empty
   EXPECT_EQ(ibv_resize_cq(a.cq, 1024), 0);
@@ -77,6 +77,26 @@ TEST(ResizeCq, KeepsQueuedCompletions) {
   auto w = poll_n(a.cq, 5);
   ASSERT_EQ(w.size(), 5u);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(w[i].wr_id, static_cast<uint64_t>(i));
+
+  // Shrinking below the completions queued is refused (EINVAL) and loses none. The responder writes a
+  // receive completion before it acknowledges the SEND, so once a's five SENDs have completed, b's CQ holds
+  // exactly five receive completions.
+  ibv_sge r{reinterpret_cast<uint64_t>(b.buf.data()), 64, b.mr->lkey};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(post_recv(b.qp, &r, 1, 100 + i), 0);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(post_send(a.qp, IBV_WR_SEND, &s, 1, 0, 0, IBV_SEND_SIGNALED, 10 + i), 0);
+  const auto sent = poll_n(a.cq, 5);
+  ASSERT_EQ(sent.size(), 5u);
+  for (const ibv_wc& c : sent) ASSERT_EQ(c.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(ibv_resize_cq(b.cq, 4), EINVAL) << "shrink below 5 queued completions";
+  EXPECT_EQ(ibv_resize_cq(b.cq, 5), 0) << "shrink to exactly the queued completions";
+  auto rw = poll_n(b.cq, 5);
+  ASSERT_EQ(rw.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(rw[i].wr_id, static_cast<uint64_t>(100 + i));
+    EXPECT_EQ(rw[i].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(rw[i].opcode, IBV_WC_RECV);
+  }
 }
 
 TEST(ReregMr, NewKeysReplaceTheOldOnes) {
@@ -97,6 +117,29 @@ TEST(ReregMr, NewKeysReplaceTheOldOnes) {
   ASSERT_EQ(post_send(a.qp, IBV_WR_RDMA_READ, &s, 1, reinterpret_cast<uint64_t>(b.buf.data()), b.mr->rkey),
             0);
   EXPECT_EQ(poll_n(a.cq, 1).at(0).status, IBV_WC_REM_ACCESS_ERR);
+
+  // The access error put both QPs in error: a fresh connected pair for the old key, which must no longer
+  // open the memory, even for the access it still has.
+  ASSERT_EQ(ibv_destroy_qp(a.qp), 0);
+  ASSERT_EQ(ibv_destroy_qp(b.qp), 0);
+  a.qp = b.qp = nullptr;
+  for (VerbsSide* side : {&a, &b}) {
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = side->cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap = ibv_qp_cap{16, 16, 1, 1, 0};
+    side->qp = ibv_create_qp(side->pd, &init);
+    ASSERT_NE(side->qp, nullptr);
+  }
+  ASSERT_EQ(connect_rc(a, b), 0);
+  b.buf[100] = 0;
+  a.buf[0] = 0x77;
+  ASSERT_EQ(
+      post_send(a.qp, IBV_WR_RDMA_WRITE, &s, 1, reinterpret_cast<uint64_t>(b.buf.data() + 100), old_rkey), 0);
+  const auto w = poll_n(a.cq, 1);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].status, IBV_WC_REM_ACCESS_ERR) << "the rkey from before ibv_rereg_mr still opens the memory";
+  EXPECT_EQ(b.buf[100], 0);
 }
 
 TEST(QueryQp, ReportsWhatModifySet) {

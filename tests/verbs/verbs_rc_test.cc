@@ -197,10 +197,26 @@ TEST(UcVerbs, SendAndWrite) {
   ASSERT_EQ(rw.size(), 1u);
   EXPECT_EQ(rw[0].byte_len, 9000u);
   EXPECT_EQ(b.buf[8999], 0x5A);
+  ASSERT_EQ(b.buf[20000], 0);
   ASSERT_EQ(
       post_send(a.qp, IBV_WR_RDMA_WRITE, &s, 1, reinterpret_cast<uint64_t>(b.buf.data() + 20000), b.mr->rkey),
       0);
-  ASSERT_EQ(poll_n(a.cq, 2).size(), 2u);
+  // UC has no acknowledgement and a plain WRITE no receive completion: a SEND after it, on the same QP and
+  // so delivered after it, tells when the WRITE's bytes must be in place.
+  ASSERT_EQ(post_recv(b.qp, &r, 1, 2), 0);
+  ibv_sge one{reinterpret_cast<uint64_t>(a.buf.data()), 1, a.mr->lkey};
+  ASSERT_EQ(post_send(a.qp, IBV_WR_SEND, &one, 1, 0, 0, IBV_SEND_SIGNALED, 3), 0);
+  const auto sw = poll_n(a.cq, 3);
+  ASSERT_EQ(sw.size(), 3u);
+  for (const ibv_wc& wc : sw) EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << "wr_id " << wc.wr_id;
+  EXPECT_EQ(sw[1].opcode, IBV_WC_RDMA_WRITE);
+  const auto rw2 = poll_n(b.cq, 1);
+  ASSERT_EQ(rw2.size(), 1u);
+  EXPECT_EQ(rw2[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(rw2[0].wr_id, 2u);
+  const std::vector<uint8_t> want(9000, 0x5A);
+  EXPECT_EQ(std::memcmp(b.buf.data() + 20000, want.data(), want.size()), 0) << "UC WRITE data";
+  EXPECT_EQ(b.buf[20000 + 9000], 0) << "UC WRITE wrote past its length";
   destroy_side(&a);
   destroy_side(&b);
 }
