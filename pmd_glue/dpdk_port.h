@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pmd_glue/dpdk_spec.h"
 #include "transport/packet_io.h"
@@ -76,11 +77,14 @@ class DpdkPort final : public PacketIo {
   void disable_rx_interrupt();
 
   struct Stats {
-    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;    // from the PMD
+    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;  // from the PMD
+    // rx_missed: the PMD's imissed, plus for af_packet the kernel's ring drops (rx_kernel_drops): DPDK
+    // 22.11's af_packet PMD reports no imissed, so the port reads PACKET_STATISTICS from the PMD's socket.
     uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;  // from the PMD
-    uint64_t rx_oversize = 0;    // dropped here: longer than max_frame()
-    uint64_t rx_linearised = 0;  // chained frames copied into one buffer
-    uint64_t rx_chain_drop = 0;  // chained frames that did not fit one buffer
+    uint64_t rx_kernel_drops = 0;  // af_packet: frames the kernel dropped because the rx ring was full
+    uint64_t rx_oversize = 0;      // dropped here: longer than max_frame()
+    uint64_t rx_linearised = 0;    // chained frames copied into one buffer
+    uint64_t rx_chain_drop = 0;    // chained frames that did not fit one buffer
   };
   Stats stats() const;
 
@@ -102,6 +106,7 @@ class DpdkPort final : public PacketIo {
   bool start_with_retry(std::string* err);
   void teardown();
   uint16_t deliver_chain(struct rte_mbuf* m, PktBuf** out);
+  void find_af_packet_socket(const std::vector<int>& fds_before);
 
   PortSpec spec_;
   std::string dev_name_;  // ethdev name; for vdevs also the rte_vdev name
@@ -115,6 +120,10 @@ class DpdkPort final : public PacketIo {
   pid_t owner_pid_ = 0;  // a forked child must not tear down the parent's device
   uint16_t max_frame_ = kMaxFrame;
   int rx_event_fd_ = -1;
+  // af_packet: the PMD's own packet socket (found by find_af_packet_socket), read for PACKET_STATISTICS
+  // only, and only while the device exists; -1 when not found.
+  int afp_socket_ = -1;
+  mutable std::atomic<uint64_t> kernel_drops_{0};
   std::atomic<uint64_t> rx_oversize_{0}, rx_linearised_{0}, rx_chain_drop_{0};  // rare paths only
 };
 

@@ -1,5 +1,6 @@
 // DpdkPort lifecycle: device creation per kind, queue setup, start, teardown. The datapath is in
 // dpdk_port.cc.
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <rte_alarm.h>
 #include <rte_bus_vdev.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -36,8 +38,8 @@ constexpr uint16_t kRxDesc = 1024;
 constexpr uint16_t kTxDesc = 1024;
 constexpr auto kStartRetryInterval = std::chrono::milliseconds(20);
 
-// Filesystem memif server sockets opened by this process: memif serves several ids on one socket, so a
-// path we already listen on is not stale.
+// memif server sockets (always filesystem sockets) opened by this process: memif serves several ids on one
+// socket, so a path we already listen on is not stale.
 std::mutex g_sockets_mu;
 std::multiset<std::string> g_server_sockets;
 
@@ -110,7 +112,53 @@ void settle_interrupt_thread() {
   }
 }
 
+// The descriptors open in this process, from /proc/self/fd (sorted).
+std::vector<int> open_fds() {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    const std::string name = e.path().filename().string();
+    const auto [end, rc] = std::from_chars(name.data(), name.data() + name.size(), fd);
+    if (rc == std::errc() && end == name.data() + name.size()) fds.push_back(fd);
+  }
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
 }  // namespace
+
+// DPDK 22.11's af_packet PMD keeps its packet socket private and reports no imissed, yet the kernel counts
+// every frame it drops for want of a free rx ring slot (PACKET_STATISTICS tp_drops). The PMD opens one
+// socket per queue pair while rte_vdev_init runs. Among the descriptors that appeared during that call,
+// it is the AF_PACKET socket bound to our interface whose fanout group is the PMD's
+// ((pid ^ ifindex) & 0xffff); with qpairs=1 there is exactly one. Anything less certain leaves the
+// counter unread rather than reading someone else's socket.
+void DpdkPort::find_af_packet_socket(const std::vector<int>& fds_before) {
+  const unsigned ifindex = if_nametoindex(spec_.iface.c_str());
+  if (ifindex == 0) return;
+  const unsigned group = (static_cast<unsigned>(getpid()) ^ ifindex) & 0xffff;
+  int found = -1, matches = 0;
+  for (int fd : open_fds()) {
+    if (std::binary_search(fds_before.begin(), fds_before.end(), fd)) continue;
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_PACKET) continue;
+    sockaddr_ll sll{};
+    len = sizeof sll;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&sll), &len) != 0 ||
+        static_cast<unsigned>(sll.sll_ifindex) != ifindex)
+      continue;
+    int fanout = 0;
+    len = sizeof fanout;
+    if (getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &fanout, &len) != 0 ||
+        (static_cast<unsigned>(fanout) & 0xffff) != group)
+      continue;
+    found = fd;
+    ++matches;
+  }
+  if (matches == 1) afp_socket_ = found;
+}
 
 std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& text, std::string* err) {
   std::unique_ptr<DpdkPort> p(new DpdkPort);
@@ -151,7 +199,7 @@ bool DpdkPort::create_device(std::string* err) {
     return true;
   }
 
-  if (spec_.kind == PortKind::kMemif && spec_.server && spec_.socket[0] != '@') {
+  if (spec_.kind == PortKind::kMemif && spec_.server) {
     std::lock_guard lock(g_sockets_mu);
     const auto dir = std::filesystem::path(spec_.socket).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
@@ -162,8 +210,11 @@ bool DpdkPort::create_device(std::string* err) {
   }
   // The vdev bus picks the driver by name prefix: "net_memif_u3" is probed by net_memif.
   dev_name_ = Eal::unique_name((std::string(vdev_driver(spec_.kind)) + "_u").c_str());
-  const std::string args = vdev_args(spec_, kFrameRoom);
+  const std::string args =
+      vdev_args(spec_, kFrameRoom, spec_.kind == PortKind::kAfPacket ? kernel_mtu(spec_.iface) : -1);
+  const std::vector<int> fds_before = spec_.kind == PortKind::kAfPacket ? open_fds() : std::vector<int>{};
   const int rc = rte_vdev_init(dev_name_.c_str(), args.c_str());
+  if (rc == 0 && spec_.kind == PortKind::kAfPacket) find_af_packet_socket(fds_before);
   if (rc != 0)
     return fail(err,
                 spec_.text + ": cannot create " + kind_name(spec_.kind) + " device (" + args +
@@ -253,6 +304,8 @@ void DpdkPort::teardown() {
   // After fork() only the parent may touch the device: stopping a memif port here would disconnect
   // the parent's link (see dpdk_eal.h).
   if (owner_pid_ != getpid()) return;
+  if (afp_socket_ >= 0) (void)stats();  // the last kernel drops, before the PMD closes its socket
+  afp_socket_ = -1;
   if (started_) rte_eth_dev_stop(port_id_);
   started_ = false;
   if (spec_.kind == PortKind::kMemif) settle_interrupt_thread();

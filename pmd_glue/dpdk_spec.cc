@@ -3,6 +3,7 @@
 #include <net/if.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <string_view>
@@ -17,8 +18,18 @@ namespace {
 // while the kernel starts every block on a block boundary: blocksz must be a multiple of framesz (and of
 // the page size), or every frame after the first block's lands where the other side does not look.
 constexpr unsigned kAfPacketSlotOverhead = 32;
-constexpr unsigned kAfPacketMinSlots = 512;
 constexpr unsigned kPage = 4096;
+// The kernel writes a received frame 66 bytes into its slot (TPACKET_V2 header + sockaddr_ll, aligned);
+// 18 more covers the Ethernet header and a VLAN tag left in the frame. An interface whose MTU fits a
+// 2048-byte slot gets 2048-byte slots (one page holds two), else slots sized for uroce's largest frame.
+constexpr unsigned kAfPacketFrameOffset = 66 + 18;
+constexpr unsigned kAfPacketSmallSlot = 2048;
+// The rx ring (the tx ring is the same size) is what absorbs a burst while the engine is not polling:
+// DPDK 22.11's af_packet has no rx interrupt, so an idle engine looks at it every few milliseconds only.
+// The PMD's default of 512 slots lost 26-35% of a 20000-frame burst to an idle engine over veth;
+// 8 MiB (4096 slots of 2048 bytes at MTU 1500) lost none (tests/trust/rx_missed.sh, docs/observability.md).
+constexpr unsigned kAfPacketRingBytes = 8u << 20;
+constexpr unsigned kAfPacketMinSlots = 512;
 
 unsigned gcd(unsigned a, unsigned b) { return b == 0 ? a : gcd(b, a % b); }
 
@@ -100,7 +111,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     keys = {"socket", "role", "id", "rsize", "wait", "mbufs"};
   } else if (kind == "af_packet") {
     s.kind = PortKind::kAfPacket;
-    keys = {"iface", "wait", "mbufs"};
+    keys = {"iface", "rsize", "wait", "mbufs"};
   } else if (kind == "tap") {
     s.kind = PortKind::kTap;
     keys = {"iface", "wait", "mbufs"};
@@ -147,6 +158,12 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     if (key == "socket") {
       const size_t max = sizeof(sockaddr_un::sun_path) - 1;
       if (val.size() > max) return fail(err, where + "key 'socket': path longer than " + std::to_string(max));
+      // An abstract-namespace socket has no file permissions: any user on the host may connect to it and
+      // read and write the shared memory of the link. Only filesystem sockets are accepted.
+      if (val[0] == '@')
+        return fail(err, where + "key 'socket': '" + std::string(val) +
+                             "' names an abstract socket, which any local user can connect to; give a "
+                             "filesystem path in a private directory instead");
       s.socket = val;
     } else if (key == "role") {
       if (val != "server" && val != "client") return fail(err, where + "key 'role' must be server or client");
@@ -158,6 +175,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     } else if (key == "rsize") {
       if (!parse_uint<uint8_t>(val, 1, 14, &s.log2_ring))
         return fail(err, where + "key 'rsize': log2 ring size 1..14");
+      s.ring_size_given = true;
     } else if (key == "iface") {
       if (!valid_name(val, IFNAMSIZ - 1))
         return fail(err, where + "key 'iface': interface names are 1-15 of [A-Za-z0-9_.-]");
@@ -180,22 +198,26 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
   return true;
 }
 
-std::string vdev_args(const PortSpec& s, uint16_t frame_room) {
+std::string vdev_args(const PortSpec& s, uint16_t frame_room, int iface_mtu) {
   switch (s.kind) {
     case PortKind::kMemif: {
       // memif splits a frame over several bsize-byte descriptors (its default is 2048) and copies it into
       // one mbuf on rx; bsize = the frame room keeps every frame in one descriptor.
-      const bool abstract = s.socket[0] == '@';
+      // socket-abstract defaults to yes in DPDK 22.11: without "no" the path would only be a name in the
+      // abstract namespace, reachable by every local user whatever the directory's permissions.
       return "role=" + std::string(s.server ? "server" : "client") + ",id=" + std::to_string(s.id) +
-             ",socket=" + (abstract ? s.socket.substr(1) : s.socket) +
-             ",socket-abstract=" + (abstract ? "yes" : "no") + ",bsize=" + std::to_string(frame_room) +
+             ",socket=" + s.socket + ",socket-abstract=no,bsize=" + std::to_string(frame_room) +
              ",rsize=" + std::to_string(s.log2_ring);
     }
     case PortKind::kAfPacket: {
-      const unsigned slot = frame_room + kAfPacketSlotOverhead;
+      const bool small =
+          iface_mtu > 0 && kAfPacketFrameOffset + static_cast<unsigned>(iface_mtu) <= kAfPacketSmallSlot;
+      const unsigned slot = small ? kAfPacketSmallSlot : frame_room + kAfPacketSlotOverhead;
       const unsigned block = slot / gcd(slot, kPage) * kPage;  // lcm(slot, page)
       const unsigned per_block = block / slot;
-      const unsigned slots = (kAfPacketMinSlots + per_block - 1) / per_block * per_block;
+      const unsigned want =
+          s.ring_size_given ? 1u << s.log2_ring : std::max(kAfPacketMinSlots, kAfPacketRingBytes / slot);
+      const unsigned slots = (want + per_block - 1) / per_block * per_block;
       return "iface=" + s.iface + ",qpairs=1,framesz=" + std::to_string(slot) +
              ",blocksz=" + std::to_string(block) + ",framecnt=" + std::to_string(slots);
     }

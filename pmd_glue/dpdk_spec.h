@@ -1,8 +1,9 @@
 // Port specs: the one-line text that names a DPDK port, parsed and checked before anything touches DPDK.
 //
 //   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
-//                                          (PATH on the filesystem; "@name" for the abstract namespace)
-//   af_packet:iface=NAME                   a kernel interface through a PACKET_MMAP socket
+//                                          (PATH on the filesystem, see "memif and other users" below)
+//   af_packet:iface=NAME[,rsize=LOG2]      a kernel interface through a PACKET_MMAP socket; its rx ring
+//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots
 //   tap:iface=NAME                         a new kernel tap interface NAME, owned by the port
 //   ring:NAME                              in-process test link: the first two ports opened with the same
 //                                          NAME are joined back to back (rte_ring, no copy)
@@ -11,6 +12,13 @@
 //               later; 3000 for a memif client, which retries connecting that long; 1000 otherwise)
 //   mbufs=N     buffers in the port's pool (default 4095)
 // An unknown key, a repeated key or a bad value is an error that names the key.
+//
+// memif and other users. Whoever connects to a memif socket reads and writes the link's shared memory, and
+// the memif PMD checks no credentials. The only guard is the socket file's directory: the PMD is always
+// given socket-abstract=no (DPDK 22.11 defaults to yes, which would turn PATH into an abstract-namespace
+// name that any uid can connect to), a socket "@name" is refused, and the sockets uroce makes itself live
+// in the per-user 0700 runtime directory (runtime/runtime_dir.h): uroced's ports in uroced-ports/. A PATH
+// given by hand should be in a directory only its user can enter, such as that one or $XDG_RUNTIME_DIR.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +35,11 @@ struct PortSpec {
   std::string text;  // as given
 
   // memif
-  std::string socket;  // path, or "@name" for an abstract socket
+  std::string socket;  // filesystem path (never abstract)
   bool server = false;
   uint32_t id = 0;
-  uint8_t log2_ring = 10;
+  uint8_t log2_ring = 10;  // memif; af_packet when ring_size_given
+  bool ring_size_given = false;
   // af_packet, tap
   std::string iface;
   // ring
@@ -45,8 +54,9 @@ struct PortSpec {
 bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err);
 
 // The devargs string rte_vdev_init gets for this spec (memif, af_packet, tap; empty for ring).
-// `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it.
-std::string vdev_args(const PortSpec& spec, uint16_t frame_room);
+// `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it. `iface_mtu` is the
+// af_packet interface's MTU (-1: unknown), which sizes its ring slots.
+std::string vdev_args(const PortSpec& spec, uint16_t frame_room, int iface_mtu = -1);
 
 // The DPDK driver name a vdev of this kind is probed with ("net_memif", ...; empty for ring).
 const char* vdev_driver(PortKind kind);

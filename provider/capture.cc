@@ -47,8 +47,16 @@ PcapWriter::~PcapWriter() { (void)close(); }
 
 std::string PcapWriter::open(const std::string& path, uint32_t snaplen) {
   if (f_) return "a capture file is already open";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+  return adopt(fd, path, snaplen);
+}
+
+std::string PcapWriter::adopt(int fd, const std::string& path, uint32_t snaplen) {
+  if (f_) {
+    ::close(fd);
+    return "a capture file is already open";
+  }
   f_ = fdopen(fd, "w");
   if (!f_) {
     ::close(fd);

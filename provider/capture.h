@@ -29,8 +29,12 @@ class PcapWriter {
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
 
-  // Creates (or truncates) `path` and writes the file header. Returns "" or an error naming the path.
+  // Creates `path` (a new file, mode 0600: an existing file or a symbolic link there is refused) and writes
+  // the file header. Returns "" or an error naming the path.
   std::string open(const std::string& path, uint32_t snaplen);
+  // The same on a file the caller opened for writing (`uroce capture` creates it and passes the descriptor);
+  // takes ownership of `fd` whatever the outcome. `path` is for messages.
+  std::string adopt(int fd, const std::string& path, uint32_t snaplen);
   // One record: `cap_len` bytes of a frame that was `orig_len` long on the wire. False after a write error.
   bool write(uint64_t ts_ns, const uint8_t* data, uint32_t cap_len, uint32_t orig_len);
   // Flushes and closes. Returns "" or the first write error.

@@ -1,5 +1,6 @@
 #include "provider/control.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,8 @@
 #include <set>
 #include <thread>
 
+#include "runtime/runtime_dir.h"
+
 namespace uroce::provider {
 
 using json = nlohmann::ordered_json;
@@ -30,29 +33,7 @@ constexpr uint32_t kDefaultSnaplen = 65535;
 constexpr int kDrainMs = 1;
 constexpr size_t kMaxClients = 16;
 constexpr size_t kMaxLine = 64 * 1024;
-
-// A directory only this user can enter: made 0700 if missing, else it must be the user's own directory
-// (it may sit in a shared /tmp), and is made private if it is not.
-bool private_dir(const std::string& path, std::string* err) {
-  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    *err = "cannot create " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) {
-    *err = "cannot use " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-    *err = "refusing to use " + path + ": not a directory owned by uid " + std::to_string(getuid());
-    return false;
-  }
-  if ((st.st_mode & 0077) != 0 && chmod(path.c_str(), 0700) != 0) {
-    *err = "cannot make " + path + " private: " + std::strerror(errno);
-    return false;
-  }
-  return true;
-}
+constexpr size_t kMaxPassedFds = 4;
 
 std::string gid_text(const Gid& g) {
   char buf[40];
@@ -173,8 +154,10 @@ struct ControlEndpoint::Impl {
   struct Client {
     int fd;
     std::string in;
+    std::vector<int> fds;  // descriptors passed with the request being read (SCM_RIGHTS)
   };
   std::vector<Client> clients;
+  uint64_t refused = 0;  // connections from other users, closed unserved
 
   struct Capture {
     std::unique_ptr<CaptureRing> ring;
@@ -195,8 +178,8 @@ struct ControlEndpoint::Impl {
   void accept_client();
   bool serve(Client& c);
   void drop_client(int fd);
-  json handle(const std::string& line, int fd);
-  json capture_start(const json& req, int fd);
+  json handle(const std::string& line, Client& c);
+  json capture_start(const json& req, Client& c);
   json capture_status();
   json capture_stop();
   void drain();
@@ -233,14 +216,10 @@ bool send_all(int fd, const std::string& s) {
 }  // namespace
 
 std::string control_dir(std::string* err) {
-  std::string parent = "/tmp";
-  struct stat st {};
-  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-      xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode))
-    parent = xdg;
-  const std::string base = parent + "/uroce-" + std::to_string(getuid());
-  const std::string dir = base + "/ctl";
-  if (!private_dir(base, err) || !private_dir(dir, err)) return "";
+  runtime::RuntimeDir base;
+  if (!runtime::runtime_dir(true, &base, err)) return "";
+  const std::string dir = base.path + "/ctl";
+  if (!runtime::private_subdir(dir, err)) return "";
   return dir;
 }
 
@@ -286,13 +265,32 @@ void ControlEndpoint::Impl::run() {
     }
   }
   if (cap) finish_capture();
-  for (const Client& c : clients) close(c.fd);
+  for (const Client& c : clients) {
+    close(c.fd);
+    for (int f : c.fds) close(f);
+  }
   clients.clear();
 }
 
 void ControlEndpoint::Impl::accept_client() {
   const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
+  // The directory keeps other users out; this is the second lock. Counters and captures are served to the
+  // process's own user and to root only, whatever the socket's permissions became.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  const bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  if (!known || (cred.uid != getuid() && cred.uid != 0)) {
+    ++refused;
+    const std::string who = known ? "uid " + std::to_string(cred.uid) : "an unidentified peer";
+    const std::string line = error_reply("refused: " + who + " is neither uid " + std::to_string(getuid()) +
+                                         " (the owner of this process) nor root")
+                                 .dump() +
+                             "\n";
+    (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+    return;
+  }
   if (clients.size() >= kMaxClients) {
     close(fd);
     return;
@@ -300,20 +298,39 @@ void ControlEndpoint::Impl::accept_client() {
   // Replies are written blocking; a client that stops reading is dropped after a second.
   const timeval tv{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  clients.push_back({fd, {}});
+  clients.push_back({fd, {}, {}});
 }
 
 // Reads what the client sent and answers every complete line. False: drop the client.
 bool ControlEndpoint::Impl::serve(Client& c) {
   char buf[4096];
-  const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kMaxPassedFds)];
+  iovec iov{buf, sizeof(buf)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof(ctrl);
+  const ssize_t n = recvmsg(c.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (n < 0) return errno == EAGAIN || errno == EINTR;
-  if (n == 0) return false;
+  for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h)) {
+    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int f;
+      std::memcpy(&f, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+      c.fds.push_back(f);
+    }
+  }
+  if (n == 0 || c.fds.size() > kMaxPassedFds) return false;  // a request comes with one file at most
   c.in.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
     const std::string line = c.in.substr(0, nl);
     c.in.erase(0, nl + 1);
-    if (!send_all(c.fd, handle(line, c.fd).dump() + "\n")) return false;
+    const json reply = handle(line, c);
+    for (int f : c.fds) close(f);  // a descriptor belongs to the request it came with
+    c.fds.clear();
+    if (!send_all(c.fd, reply.dump() + "\n")) return false;
   }
   return c.in.size() <= kMaxLine;
 }
@@ -321,10 +338,13 @@ bool ControlEndpoint::Impl::serve(Client& c) {
 void ControlEndpoint::Impl::drop_client(int fd) {
   if (cap && cap->owner_fd == fd) finish_capture();
   close(fd);
+  for (const Client& c : clients)
+    if (c.fd == fd)
+      for (int f : c.fds) close(f);
   std::erase_if(clients, [fd](const Client& c) { return c.fd == fd; });
 }
 
-json ControlEndpoint::Impl::handle(const std::string& line, int fd) {
+json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
   const json req = json::parse(line, nullptr, false);
   if (req.is_discarded() || !req.is_object())
     return error_reply("bad request: expected one JSON object per line");
@@ -335,15 +355,16 @@ json ControlEndpoint::Impl::handle(const std::string& line, int fd) {
     json out = stats_object(src);
     out["capture"] = capture_status();
     out["capture"].erase("ok");
+    out["control_refused"] = refused;
     return out;
   }
-  if (name == "capture_start") return capture_start(req, fd);
+  if (name == "capture_start") return capture_start(req, c);
   if (name == "capture_status") return capture_status();
   if (name == "capture_stop") return capture_stop();
   return error_reply("unknown cmd '" + name + "' (stats, capture_start, capture_status, capture_stop)");
 }
 
-json ControlEndpoint::Impl::capture_start(const json& req, int fd) {
+json ControlEndpoint::Impl::capture_start(const json& req, Client& client) {
   if (!src.tap) return error_reply("this device has no capture tap");
   if (cap) return error_reply("a capture is already running (writing " + cap->path + ")");
   const auto path = req.find("path");
@@ -368,8 +389,25 @@ json ControlEndpoint::Impl::capture_start(const json& req, int fd) {
   const uint32_t slot = static_cast<uint32_t>(std::min<uint64_t>(snaplen, max_frame));
   auto c = std::make_unique<Capture>();
   c->path = *path;
-  c->owner_fd = fd;
-  if (std::string err = c->writer.open(c->path, slot); !err.empty()) return error_reply(err);
+  c->owner_fd = client.fd;
+  // `uroce capture` creates the file with its user's rights and passes the descriptor; without one the
+  // engine creates the file itself, never replacing or following anything already there.
+  std::string err;
+  if (client.fds.empty()) {
+    err = c->writer.open(c->path, slot);
+  } else {
+    const int f = client.fds.front();
+    client.fds.erase(client.fds.begin());
+    struct stat st {};
+    const int mode = fcntl(f, F_GETFL);
+    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || mode < 0 || (mode & O_ACCMODE) == O_RDONLY) {
+      close(f);
+      return error_reply("capture_start: the descriptor passed for " + c->path +
+                         " is not a regular file open for writing");
+    }
+    err = c->writer.adopt(f, c->path, slot);
+  }
+  if (!err.empty()) return error_reply(err);
   const uint64_t slots = std::clamp<uint64_t>(kRingBytes / (slot + 16), kMinSlots, kMaxSlots);
   c->ring = std::make_unique<CaptureRing>(static_cast<uint32_t>(slots), slot, count);
   {

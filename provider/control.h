@@ -1,8 +1,9 @@
 // The control endpoint of an engine: a unix socket through which `uroce stats` reads the device's counters
 // and `uroce capture` records its frames (capture.h).
 //
-// Where: ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>/ctl/<pid>-<ibdev>.sock, both directories 0700 and owned by the
-// user (the same base `uroce run` keeps its sysfs trees in). The socket is removed when the engine closes
+// Where: <runtime dir>/ctl/<pid>-<ibdev>.sock, both directories 0700 and owned by the user; the runtime
+// directory (runtime/runtime_dir.h) is ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid> or its fallback, the same base
+// `uroce run` keeps its sysfs trees in. The socket is removed when the engine closes
 // and, for a process that exits with the device still open, by an exit handler; one left by a killed
 // process is recognised by its dead pid and removed by the tool. UROCE_CONTROL=0 turns the endpoint off.
 //
@@ -47,8 +48,8 @@ struct ControlSource {
   std::function<std::vector<std::pair<std::string, uint64_t>>()> port_stats;
 };
 
-// ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>/ctl, created 0700 when missing. Returns "" with *err set when a
-// directory is missing and cannot be made, or is not a private directory of this user.
+// <runtime dir>/ctl (runtime/runtime_dir.h), created 0700 when missing. Returns "" with *err set when no
+// runtime directory is usable, or ctl cannot be made or is not a private directory of this user.
 std::string control_dir(std::string* err);
 
 // The reply to {"cmd":"stats"}: one line of JSON (no newline). Takes *src.mu while it copies the counters.

@@ -140,17 +140,12 @@ void Engine::start_control(const EngineConfig& cfg) {
   auto port_stats = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
     if (!dpdk_) return {};
     const auto s = dpdk_->stats();
-    return {{"rx_frames", s.rx_frames},
-            {"rx_bytes", s.rx_bytes},
-            {"tx_frames", s.tx_frames},
-            {"tx_bytes", s.tx_bytes},
-            {"rx_missed", s.rx_missed},
-            {"rx_errors", s.rx_errors},
-            {"tx_errors", s.tx_errors},
-            {"rx_nombuf", s.rx_nombuf},
-            {"rx_oversize", s.rx_oversize},
-            {"rx_chain_drop", s.rx_chain_drop},
-            {"link_up", dpdk_->link_up() ? 1u : 0u}};
+    return {{"rx_frames", s.rx_frames},         {"rx_bytes", s.rx_bytes},
+            {"tx_frames", s.tx_frames},         {"tx_bytes", s.tx_bytes},
+            {"rx_missed", s.rx_missed},         {"rx_kernel_drops", s.rx_kernel_drops},
+            {"rx_errors", s.rx_errors},         {"tx_errors", s.tx_errors},
+            {"rx_nombuf", s.rx_nombuf},         {"rx_oversize", s.rx_oversize},
+            {"rx_chain_drop", s.rx_chain_drop}, {"link_up", dpdk_->link_up() ? 1u : 0u}};
   };
   std::string err;
   control_ = ControlEndpoint::start(

@@ -35,15 +35,30 @@ TEST(PortSpec, Memif) {
   EXPECT_EQ(s.mbufs, 1023u);
   EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=/tmp/x,socket-abstract=no,bsize=4352,rsize=8");
 
-  s = parse_ok("memif:socket=@uroce,role=client");
-  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=uroce,socket-abstract=yes,bsize=4352,rsize=10");
+  s = parse_ok("memif:socket=m.sock,role=client");
+  EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=m.sock,socket-abstract=no,bsize=4352,rsize=10");
   EXPECT_EQ(s.effective_wait_ms(), 3000);
+
+  // Abstract sockets have no permissions (any local user could attach): refused, naming the value.
+  const std::string e = parse_err("memif:socket=@uroce,role=client");
+  EXPECT_NE(e.find("'@uroce'"), std::string::npos) << e;
+  EXPECT_NE(e.find("abstract"), std::string::npos) << e;
 }
 
 TEST(PortSpec, AfPacketTapRing) {
   PortSpec s = parse_ok("af_packet:iface=veth0");
   EXPECT_EQ(s.kind, PortKind::kAfPacket);
-  EXPECT_EQ(vdev_args(s, 4352), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=512");
+  // Slots for uroce's largest frame when the MTU is unknown or large: 8 MiB of them, whole blocks.
+  EXPECT_EQ(vdev_args(s, 4352), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  EXPECT_EQ(vdev_args(s, 4352, 4210), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  // 2048-byte slots (two per page) when the MTU fits: 4096 of them.
+  EXPECT_EQ(vdev_args(s, 4352, 1500), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=4096");
+  EXPECT_EQ(vdev_args(s, 4352, 1964), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=4096");
+  EXPECT_EQ(vdev_args(s, 4352, 1965), "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=1920");
+  s = parse_ok("af_packet:iface=veth0,rsize=6");
+  EXPECT_EQ(vdev_args(s, 4352, 1500), "iface=veth0,qpairs=1,framesz=2048,blocksz=4096,framecnt=64");
+  EXPECT_EQ(vdev_args(s, 4352),
+            "iface=veth0,qpairs=1,framesz=4384,blocksz=561152,framecnt=128");  // whole blocks
   s = parse_ok("tap:iface=uroce0");
   EXPECT_EQ(s.kind, PortKind::kTap);
   EXPECT_EQ(vdev_args(s, 4352), "iface=uroce0");

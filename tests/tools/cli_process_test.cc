@@ -55,6 +55,9 @@ class UroceCli : public ::testing::Test {
     bool has_dev_dir = false;
     for (const auto& [k, v] : env.set) has_dev_dir = has_dev_dir || k == "UROCE_DEV_DIR";
     if (!has_dev_dir) env.set.emplace_back("UROCE_DEV_DIR", dir("no-such-dev-dir"));
+    // These tests are about the command line and the environment, not the host switch: one process, the
+    // in-process loopback port (the default, uroced, has its own tests).
+    env.set.emplace_back("UROCE_PORT", "loopback");
     return run_process(args, env);
   }
 

@@ -21,6 +21,7 @@ XDG_RUNTIME_DIR=$(mktemp -d)
 export XDG_RUNTIME_DIR
 trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
 unset UROCE_DEV_DIR UROCE_LIBDIR
+export UROCE_PORT=loopback  # one process: the in-process port (the host switch has its own tests)
 
 case $tool in
   ibv_devinfo) args=(-v -d uroce0) ;;

@@ -13,4 +13,6 @@ export XDG_RUNTIME_DIR
 trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
 # Under a sanitizer build the preloaded shim precedes the ASan runtime in the library list: allow it.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+# The verbs tests talk between contexts of one process: the in-process loopback port, no host switch.
+export UROCE_PORT=${UROCE_PORT:-loopback}
 exec "$uroce" run -- "$@"

@@ -1,11 +1,17 @@
 // uroce capture: makes one running uroce device write a pcap of every frame it sends and receives
-// (provider/capture.h), until a frame count, a duration or Ctrl-C.
+// (provider/capture.h), until a frame count, a duration or Ctrl-C. The file is created here, with the
+// rights of the user running the command, and its descriptor is passed to the engine.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "tools/observe/ctl_client.h"
@@ -50,6 +56,44 @@ Endpoint pick_endpoint(const CaptureArgs& a) {
   return found[0];
 }
 
+// Creates the capture file for the engine with this user's rights: a new file, mode 0600, never through a
+// symbolic link. An existing file is an error unless --force, which replaces a regular file only.
+// *created says whether the file is new (removed again if the capture cannot start).
+int create_capture_file(const std::string& path, bool force, bool* created) {
+  *created = false;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    *created = true;
+    return fd;
+  }
+  if (errno != EEXIST) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  const bool seen = lstat(path.c_str(), &st) == 0;
+  if (seen && S_ISLNK(st.st_mode))
+    throw std::runtime_error(path + " is a symbolic link; uroce capture never writes through one" +
+                             std::string(force ? " (not even with --force)" : "") +
+                             ": remove it or choose another name");
+  if (!force)
+    throw std::runtime_error(path +
+                             " already exists; uroce capture does not overwrite files (--force replaces a "
+                             "regular file)");
+  if (seen && !S_ISREG(st.st_mode))
+    throw std::runtime_error(path + " is not a regular file; --force replaces regular files only");
+  // O_NONBLOCK: a FIFO that replaced the file since lstat must not hang us; O_NOFOLLOW: nor a link.
+  fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error(path + " is not a regular file; --force replaces regular files only");
+  }
+  if (fcntl(fd, F_SETFL, 0) != 0 || ftruncate(fd, 0) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot truncate " + path + ": " + std::strerror(e));
+  }
+  return fd;
+}
+
 }  // namespace
 
 int cmd_capture(const std::vector<std::string>& args) {
@@ -66,8 +110,19 @@ int cmd_capture(const std::vector<std::string>& args) {
   ControlClient c(ep);
   json start = {{"cmd", "capture_start"}, {"path", path}, {"count", a.count}};
   if (a.snaplen) start["snaplen"] = a.snaplen;
-  const json r = c.request(start);
+  bool created = false;
+  const int file_fd = create_capture_file(path, a.force, &created);
+  json r;
+  try {
+    r = c.request(start, file_fd);
+  } catch (...) {
+    ::close(file_fd);
+    if (created) unlink(path.c_str());
+    throw;
+  }
+  ::close(file_fd);  // the engine has its own copy of the descriptor now
   if (!r.value("ok", false)) {
+    if (created) unlink(path.c_str());
     std::fprintf(stderr, "uroce capture: %s: %s\n", describe(ep).c_str(), r.value("error", "?").c_str());
     return 1;
   }

@@ -86,10 +86,24 @@ ControlClient::~ControlClient() {
   if (fd_ >= 0) close(fd_);
 }
 
-nlohmann::ordered_json ControlClient::request(const nlohmann::ordered_json& req) {
+nlohmann::ordered_json ControlClient::request(const nlohmann::ordered_json& req, int pass_fd) {
   const std::string line = req.dump() + "\n";
   for (size_t off = 0; off < line.size();) {
-    const ssize_t n = send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    iovec iov{const_cast<char*>(line.data() + off), line.size() - off};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+    if (pass_fd >= 0 && off == 0) {  // with the first byte, so it arrives with the request
+      msg.msg_control = ctrl;
+      msg.msg_controllen = sizeof(ctrl);
+      cmsghdr* h = CMSG_FIRSTHDR(&msg);
+      h->cmsg_level = SOL_SOCKET;
+      h->cmsg_type = SCM_RIGHTS;
+      h->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(h), &pass_fd, sizeof(int));
+    }
+    const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) throw ControlClosed(describe(ep_) + " closed its control socket");
     off += static_cast<size_t>(n);

@@ -48,8 +48,9 @@ class ControlClient {
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;
 
-  // Sends one request and returns the reply object (its "ok" unchecked).
-  nlohmann::ordered_json request(const nlohmann::ordered_json& req);
+  // Sends one request and returns the reply object (its "ok" unchecked). `pass_fd` >= 0 goes along with the
+  // request (SCM_RIGHTS): the file `uroce capture` created for the engine to write.
+  nlohmann::ordered_json request(const nlohmann::ordered_json& req, int pass_fd = -1);
   int fd() const { return fd_; }
 
  private:

@@ -90,6 +90,8 @@ CaptureArgs parse_capture_args(const std::vector<std::string>& args) {
     if (take(args, i, "-w", &v)) {
       if (v.empty()) throw UsageError("option '-w' needs a file name");
       out.file = v;
+    } else if (args[i] == "--force") {
+      out.force = true;
     } else if (take(args, i, "-c", &v)) {
       out.count = to_uint(v, "-c", 1, UINT64_MAX);
     } else if (take(args, i, "--duration", &v)) {

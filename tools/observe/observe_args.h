@@ -22,6 +22,7 @@ struct CaptureArgs {
   pid_t pid = 0;
   std::string dev;
   std::string file;    // -w
+  bool force = false;  // --force: replace an existing regular file (never through a symbolic link)
   uint64_t count = 0;  // -c (0: until --duration or Ctrl-C)
   double duration_s = 0;
   uint32_t snaplen = 0;  // -s (0: whole frames)

@@ -18,9 +18,11 @@ commands:
   stats [--pid PID] [--dev NAME] [--json] [--all] [--watch SECONDS]
                                 counters of the uroce devices open in running processes, per device
                                 and per QP (zero counters hidden unless --all)
-  capture [--pid PID] [--dev NAME] -w FILE.pcap [-c COUNT] [--duration SECONDS] [-s SNAPLEN]
+  capture [--pid PID] [--dev NAME] -w FILE.pcap [--force] [-c COUNT] [--duration SECONDS] [-s SNAPLEN]
                                 make a running device write a pcap of the frames it sends and
-                                receives, until COUNT frames, SECONDS or Ctrl-C
+                                receives, until COUNT frames, SECONDS or Ctrl-C; FILE is created
+                                new with mode 0600 (an existing file is kept unless --force, which
+                                replaces a regular file but never follows a symbolic link)
   exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value...]
                                 run a congestion-control scenario in the simulator: CSVs, PNGs,
                                 summary (exp --list describes the scenarios; docs/cc-results.md)
@@ -34,6 +36,7 @@ options:
 
 environment:
   XDG_RUNTIME_DIR  trees are written to ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>/<dev>-<ip>/sysfs
+                   (uroce-<uid>.1 .. .7 when that one is another user's, a link or not 0700)
   UROCE_LIBDIR     directory with liburoce-rdmav34.so and liburoce-preload.so (default: found
                    next to this executable)
   UROCE_DEV_DIR    where setup, run and devices look for the nodes (default /dev/infiniband;

@@ -1,6 +1,7 @@
 // uroce run: CMD with the uroce environment (sysfs tree, provider, preload shim), via execvp.
-// With --port uroced (or UROCE_PORT=uroced) the device's address and memif port are a lease from the host
-// switch uroced (started if needed), bound to this pid, which CMD keeps (tools/uroced/client.h).
+// By default (no --port, UROCE_PORT unset, or either set to "uroced") the device's address and memif port are
+// a lease from the host switch uroced (started if needed), bound to this pid, which CMD keeps
+// (tools/uroced/client.h). --port SPEC / UROCE_PORT=SPEC choose "loopback" or a DPDK port spec instead.
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,8 +52,13 @@ int cmd_run(const std::vector<std::string>& raw_args) {
   std::vector<std::string> args = raw_args;
   bool ip_given = false;
   std::string port = take_port_option(&args, &ip_given);
-  if (port.empty())
-    if (const char* env = std::getenv("UROCE_PORT"); env && std::string(env) == "uroced") port = "uroced";
+  // One device per host, as with an RNIC: without --port or UROCE_PORT every process is a port of the host
+  // switch, so a server and a client started by two bare `uroce run` reach each other. UROCE_PORT=loopback
+  // (one process, in-process only) and memif/af_packet specs stay explicit choices.
+  if (port.empty()) {
+    const char* env = std::getenv("UROCE_PORT");
+    if (!env || !*env || std::string(env) == "uroced") port = "uroced";
+  }
   ParsedArgs parsed = parse_device_args(args, true);
 
   // Without its node libibverbs silently lists no device, which is hard to diagnose from inside CMD.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/runtime_dir.h"
 #include "tools/uroce/layout.h"
 #include "uroce_build_info.h"
 
@@ -34,27 +35,10 @@ bool is_file(const fs::path& p) {
 }  // namespace
 
 fs::path runtime_base(bool create) {
-  fs::path parent = "/tmp";
-  const std::string xdg = env_or_empty("XDG_RUNTIME_DIR");
-  std::error_code ec;
-  if (!xdg.empty() && xdg[0] == '/' && fs::is_directory(xdg, ec)) parent = xdg;
-  const fs::path base = parent / ("uroce-" + std::to_string(getuid()));
-  if (create && mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw std::runtime_error("cannot create " + base.string() + ": " + std::strerror(errno));
-  }
-  struct stat st {};
-  if (lstat(base.c_str(), &st) != 0) {
-    if (!create && errno == ENOENT) return base;
-    throw std::runtime_error("cannot use " + base.string() + ": " + std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-    throw std::runtime_error("refusing to use " + base.string() + ": not a directory owned by uid " +
-                             std::to_string(getuid()) + " (remove it or set XDG_RUNTIME_DIR)");
-  }
-  if ((st.st_mode & 0077) != 0 && chmod(base.c_str(), 0700) != 0) {
-    throw std::runtime_error("cannot make " + base.string() + " private: " + std::strerror(errno));
-  }
-  return base;
+  runtime::RuntimeDir dir;
+  std::string err;
+  if (!runtime::runtime_dir(create, &dir, &err)) throw std::runtime_error(err);
+  return dir.path;
 }
 
 fs::path tree_root(const fs::path& base, const std::string& dev, const std::string& ip) {

@@ -6,9 +6,10 @@
 
 namespace uroce::tools {
 
-// ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>: private to the user (0700). With `create` it is made if missing,
-// and an existing one must be a real directory owned by the user (it may live in a shared /tmp).
-// Throws std::runtime_error when it is unusable.
+// The per-user runtime directory (runtime/runtime_dir.h: ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>, or a
+// fallback uroce-<uid>.N when that one belongs to someone else or is not private). With `create` it is made
+// if missing; without, the path a creating call would choose is returned even if it does not exist yet.
+// Throws std::runtime_error (naming the paths and what to do) when no candidate is usable.
 std::filesystem::path runtime_base(bool create);
 
 // <base>/<dev>-<ip>/sysfs: the SYSFS_PATH for one device and address.

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_eal.h"
+#include "runtime/runtime_dir.h"
 #include "tools/uroced/client.h"
 #include "transport/yield_backoff.h"
 
@@ -120,8 +121,9 @@ void Daemon::log(const char* fmt, ...) const {
 
 bool Daemon::start(std::string* err, bool* already_running) {
   *already_running = false;
-  std::error_code ec;
-  fs::create_directories(ports_dir(base_), ec);
+  // The memif sockets of the leases live here: a private directory inside the private runtime directory
+  // (memif itself checks no credentials, see pmd_glue/dpdk_spec.h).
+  if (!runtime::private_subdir(ports_dir(base_).string(), err)) return false;
   lock_fd_ = open(lock_path(base_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd_ < 0) {
     *err = "cannot open " + lock_path(base_).string() + ": " + std::strerror(errno);
@@ -284,6 +286,22 @@ void Daemon::accept_conns() {
   for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
+    // The runtime directory (0700) keeps other users out; this is the second lock. Only the daemon's own
+    // user and root are served, whatever the socket's permissions became.
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    const bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+    if (!known || (cred.uid != getuid() && cred.uid != 0)) {
+      ++refused_peers_;
+      const std::string who = known ? "uid " + std::to_string(cred.uid) : "an unidentified peer";
+      const std::string line = "error refused: " + who + " is neither uid " + std::to_string(getuid()) +
+                               " (the owner of this uroced) nor root\n";
+      (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+      close(fd);
+      log("refused a control connection from %s (pid %d); refused so far: %lu", who.c_str(),
+          known ? cred.pid : 0, refused_peers_);
+      continue;
+    }
     conns_.push_back({fd, "", now_ns()});
   }
 }
@@ -403,6 +421,7 @@ void Daemon::release(size_t idx, const char* why) {
 std::string Daemon::do_stats() const {
   std::string out = "uroced pid=" + std::to_string(getpid()) + " leases=" + std::to_string(leases_.size()) +
                     " leases_total=" + std::to_string(leases_total_) + " stalls=" + std::to_string(stalls_) +
+                    " refused_peers=" + std::to_string(refused_peers_) +
                     " longest_pass_us=" + std::to_string(longest_pass_ns_ / 1000) +
                     " macs=" + std::to_string(sw_.learned_macs()) +
                     " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +

@@ -78,6 +78,7 @@ class Daemon {
   // not scheduled (more busy threads than cores). Counted and logged: peers' ACK timers run meanwhile.
   uint64_t stalls_ = 0;
   uint64_t longest_pass_ns_ = 0;
+  uint64_t refused_peers_ = 0;  // control connections from other users (SO_PEERCRED), closed unserved
 };
 
 uint64_t now_ns();
