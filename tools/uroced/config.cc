@@ -69,9 +69,9 @@ bool parse_subnet(const std::string& v, uint32_t* net, unsigned* prefix) {
   return true;
 }
 
-constexpr const char* kEgressKeys = "rate, burst, buffer, pause, ecn";
+constexpr const char* kEgressKeys = "rate, burst, buffer, pause, ecn, loss";
 constexpr const char* kGlobalKeys =
-    "idle_exit, uplink, subnet, max_clients, seed, rate, burst, buffer, pause, ecn";
+    "idle_exit, uplink, subnet, max_clients, seed, rate, burst, buffer, pause, ecn, loss";
 
 bool apply_global_key(const std::string& key, const std::string& value, DaemonConfig* dc, std::string* err) {
   uint64_t n = 0;
@@ -93,7 +93,7 @@ bool apply_global_key(const std::string& key, const std::string& value, DaemonCo
     dc->seed = n;
   } else {
     PortConfig& d = dc->defaults;
-    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "ecn")
+    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "ecn" || key == "loss")
       return apply_egress_key(key, value, &d, err);
     return fail(err, "unknown key '" + key + "' (valid: " + kGlobalKeys + ")");
   }
@@ -141,6 +141,12 @@ bool apply_egress_key(const std::string& key, const std::string& value, PortConf
       return fail(err, "ecn: PMAX must be a probability in 0..1, got '" + c + "'");
     if (r.kmin >= r.kmax) return fail(err, "ecn: KMIN must be below KMAX");
     cfg->red = r;
+  } else if (key == "loss") {
+    char* end = nullptr;
+    const double p = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !(p >= 0 && p <= 1))
+      return fail(err, "loss: a probability per frame in 0..1 expected (0.01 = 1%), got '" + value + "'");
+    cfg->loss = p;
   } else {
     return fail(err, "unknown key '" + key + "' (valid per port: " + kEgressKeys + ")");
   }
@@ -271,7 +277,7 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
 const char* usage_text() {
   return R"(usage: uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
               [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off]
-              [--ecn KMIN,KMAX,PMAX|off] [--seed N]
+              [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N]
        uroced --stats | --stop | --set [PORT] key=value...
 
 uroced, the uroce host switch: serves the local processes that `uroce run --port uroced` starts, one memif
@@ -288,10 +294,12 @@ It is normally started on demand by `uroce run` and exits after --idle-exit seco
   --pause BYTES|off    stop reading a port while its frames hold this much of the queues (default 512k;
                        off: congestion drops frames instead of backpressuring the sender)
   --ecn KMIN,KMAX,PMAX RED ECN marking on egress queue depth in bytes (e.g. 20k,200k,0.1)
+  --loss P             drop each frame offered to a port's egress with probability P (0.01 = 1%; seeded
+                       by --seed, counted as drop_loss)
   --config FILE        key = value file with the same keys and [port NAME] sections ($UROCED_CONFIG)
   --stats              print the running daemon's per-port counters
-  --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, ecn) of PORT (a lease address, uplink)
-                       or of every port and the defaults for new ones
+  --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, ecn, loss) of PORT (a lease address,
+                       uplink) or of every port and the defaults for new ones
   --stop               ask the running daemon to exit
 )";
 }

@@ -5,13 +5,14 @@
 // the global ones for that port. Command-line options are applied after the file.
 //
 // Global keys:    idle_exit (seconds, 0 = never), uplink (pmd_glue spec), subnet (A.B.C.D/N, leases come
-//                 from it), max_clients, seed (RED's random stream)
+//                 from it), max_clients, seed (RED's and loss's random streams)
 // Egress keys (global or per port):
 //   rate   = RATE     token-bucket rate limit in bits/s: 0 (unlimited), 25g, 500m, 1.5g, 100000
 //   burst  = BYTES    bucket depth (default max(2 frames, 100 us at the rate)); 64k, 1m (binary units)
 //   buffer = BYTES    egress queue limit, tail drop beyond it (default 1m)
 //   pause  = BYTES | off   ingress backpressure threshold (switch_core.h; default 512k)
 //   ecn    = KMIN,KMAX,PMAX | off   RED ECN marking: KMIN/KMAX in bytes of queue, PMAX in 0..1
+//   loss   = P        drop each frame offered to the port's egress with probability P in 0..1 (default 0)
 // A bad key or value is an error naming the key (and FILE:LINE for the file).
 #pragma once
 

@@ -31,7 +31,7 @@ uint64_t TokenBucket::ready_at(uint32_t bytes, uint64_t now_ns) const {
   return std::max(now_ns, last_ns_) + static_cast<uint64_t>(wait_ns) + 1;
 }
 
-uint64_t Red::next() {
+uint64_t Xorshift64::next() {
   state_ ^= state_ >> 12;
   state_ ^= state_ << 25;
   state_ ^= state_ >> 27;
@@ -48,7 +48,7 @@ bool Red::select(uint64_t q) {
   const double p = sim::red_mark_probability(e, q);
   if (p <= 0) return false;
   if (p >= 1) return true;
-  return static_cast<double>(next() >> 11) * 0x1.0p-53 < p;
+  return rng_.unit() < p;
 }
 
 }  // namespace uroce::uroced

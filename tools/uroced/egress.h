@@ -1,5 +1,6 @@
 // Egress knobs of one uroced port, free of DPDK so unit tests drive them in virtual time: a token-bucket
-// rate limit, RED/ECN marking on the instantaneous queue depth, and the CE marking of a frame in place.
+// rate limit, RED/ECN marking on the instantaneous queue depth, random frame loss, and the CE marking of a
+// frame in place.
 #pragma once
 
 #include <cstdint>
@@ -44,18 +45,45 @@ struct RedParams {
   double pmax = 0;    // 0..1
 };
 
+// The seeded random stream of one egress decision (xorshift64*): a run with the same seed and the same
+// frames makes the same choices.
+class Xorshift64 {
+ public:
+  explicit Xorshift64(uint64_t seed = 1) : state_(seed ? seed : 1) {}
+  uint64_t next();
+  // Uniform in [0, 1).
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t state_;
+};
+
 class Red {
  public:
   Red() = default;
-  explicit Red(uint64_t seed) : state_(seed ? seed : 1) {}
+  explicit Red(uint64_t seed) : rng_(seed) {}
   void configure(const RedParams& p) { p_ = p; }
   const RedParams& params() const { return p_; }
   bool select(uint64_t queue_bytes);
 
  private:
-  uint64_t next();  // xorshift64*
   RedParams p_;
-  uint64_t state_ = 1;
+  Xorshift64 rng_;
+};
+
+// Random loss, as on a lossy link: each frame offered to the port is dropped with probability p,
+// independently of the others (Bernoulli). p = 0 never drops and draws nothing from the stream.
+class Loss {
+ public:
+  Loss() = default;
+  explicit Loss(uint64_t seed) : rng_(seed) {}
+  void configure(double p) { p_ = p; }
+  double probability() const { return p_; }
+  bool drop() { return p_ > 0 && (p_ >= 1 || rng_.unit() < p_); }
+
+ private:
+  double p_ = 0;
+  Xorshift64 rng_;
 };
 
 // CE marking is the simulator's (transport/sim/fabric.h), shared: an Ethernet frame of `len` bytes, in

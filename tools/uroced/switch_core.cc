@@ -46,6 +46,7 @@ int Switch::add_port(PacketIo* io, std::string name, const PortConfig& cfg, uint
   p.io = io;
   p.name = std::move(name);
   p.red = Red(seed_ * 0x9E3779B97F4A7C15ULL + id + 1);
+  p.loss = Loss((seed_ ^ 0x6C6F7373ULL) * 0xBF58476D1CE4E5B9ULL + id + 1);  // a stream apart from RED's
   configure_port(static_cast<int>(id), cfg, now_ns);
   return static_cast<int>(id);
 }
@@ -57,6 +58,7 @@ void Switch::configure_port(int id, const PortConfig& cfg, uint64_t now_ns) {
     p.cfg.burst_bytes = std::max(2 * kMaxFrameBytes, p.cfg.rate_bps / 8 * kBurstWindowNs / 1'000'000'000);
   p.bucket.configure(p.cfg.rate_bps, p.cfg.burst_bytes, now_ns);
   p.red.configure(p.cfg.red);
+  p.loss.configure(p.cfg.loss);
   const size_t cap = ring_capacity(p.cfg);
   if (cap > p.ring.size()) {
     std::vector<Entry> ring(cap);
@@ -110,6 +112,11 @@ bool Switch::has_queued() const {
 void Switch::enqueue(int out, PktBuf* b, int origin) {
   Port& p = ports_[out];
   ports_[origin].c.held_bytes += b->len;  // free_to_origin() or drain() gives it back
+  if (p.loss.drop()) {
+    p.c.drop_loss++;
+    free_to_origin({b, origin});
+    return;
+  }
   const uint64_t depth = p.c.queue_bytes;
   if (depth + b->len > p.cfg.buffer_bytes || p.count == p.ring.size()) {
     p.c.drop_queue_full++;
@@ -287,15 +294,16 @@ std::string format_counters(const PortCounters& c, const PortConfig& cfg) {
   char buf[768];
   std::snprintf(buf, sizeof buf,
                 "rx_frames=%lu rx_bytes=%lu tx_frames=%lu tx_bytes=%lu drop_unknown=%lu drop_filtered=%lu "
-                "drop_queue_full=%lu drop_flood_nobuf=%lu flooded=%lu unknown_to_uplink=%lu ecn_marked=%lu "
+                "drop_queue_full=%lu drop_loss=%lu drop_flood_nobuf=%lu flooded=%lu unknown_to_uplink=%lu "
+                "ecn_marked=%lu "
                 "ecn_not_ect=%lu ecn_already_ce=%lu queue_bytes=%lu queue_frames=%lu queue_max_bytes=%lu "
                 "held_bytes=%lu pauses=%lu "
-                "rate_bps=%lu buffer_bytes=%lu pause_bytes=%lu ecn=%s",
+                "rate_bps=%lu buffer_bytes=%lu pause_bytes=%lu loss=%g ecn=%s",
                 c.rx_frames, c.rx_bytes, c.tx_frames, c.tx_bytes, c.drop_unknown, c.drop_filtered,
-                c.drop_queue_full, c.drop_flood_nobuf, c.flooded, c.unknown_to_uplink, c.ecn_marked,
-                c.ecn_not_ect, c.ecn_already_ce, c.queue_bytes, c.queue_frames, c.queue_max_bytes,
-                c.held_bytes, c.pauses, cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes,
-                cfg.red.enabled ? "on" : "off");
+                c.drop_queue_full, c.drop_loss, c.drop_flood_nobuf, c.flooded, c.unknown_to_uplink,
+                c.ecn_marked, c.ecn_not_ect, c.ecn_already_ce, c.queue_bytes, c.queue_frames,
+                c.queue_max_bytes, c.held_bytes, c.pauses, cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes,
+                cfg.loss, cfg.red.enabled ? "on" : "off");
   std::string s = buf;
   if (cfg.red.enabled) {
     std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g", cfg.red.kmin, cfg.red.kmax,

@@ -8,8 +8,9 @@
 // counted on the ingress port; so is a frame addressed back to its own port.
 //
 // Egress: every port has one FIFO queue bounded in bytes (buffer_bytes, tail drop); an ingress port whose
-// frames hold more than pause_bytes of queues is not read until they drain (PFC-like backpressure). RED/ECN
-// selects at enqueue on the instantaneous depth; the token bucket paces dequeue. A port's PacketIo may refuse
+// frames hold more than pause_bytes of queues is not read until they drain (PFC-like backpressure). Random
+// loss drops a frame before it is queued; RED/ECN selects at enqueue on the instantaneous depth; the token
+// bucket paces dequeue. A port's PacketIo may refuse
 // frames (memif backpressure): they stay at the head of its queue.
 //
 // Buffers: a queued frame is owned by the switch and remembers its ingress port; remove_port() frees
@@ -44,6 +45,7 @@ struct PortConfig {
   // on a lossless fabric). 0: never paused, so congestion shows as tail drops at the egress buffer.
   uint64_t pause_bytes = 512 << 10;
   RedParams red;
+  double loss = 0;  // probability that a frame offered to this port's egress is dropped (drop_loss)
 };
 
 struct PortCounters {
@@ -52,6 +54,7 @@ struct PortCounters {
   uint64_t drop_unknown = 0;             // ingress: unicast to a MAC nobody has
   uint64_t drop_filtered = 0;            // ingress: addressed to the port it came from, or a runt
   uint64_t drop_queue_full = 0;          // egress: buffer_bytes exceeded (tail drop)
+  uint64_t drop_loss = 0;                // egress: dropped at random by the loss knob
   uint64_t drop_flood_nobuf = 0;         // ingress: no buffer for a flood copy
   uint64_t flooded = 0;                  // ingress: broadcast/multicast frames
   uint64_t unknown_to_uplink = 0;        // ingress: unicast to an unknown MAC, sent to the default port
@@ -107,6 +110,7 @@ class Switch {
     PortConfig cfg;
     TokenBucket bucket;
     Red red;
+    Loss loss;
     PortCounters c;
     std::vector<Entry> ring;  // FIFO, power-of-two capacity
     size_t head = 0, count = 0;
