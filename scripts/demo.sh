@@ -14,8 +14,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
-uroce=build/release/tools/uroce/uroce
-[ -x "$uroce" ] || uroce=build/release/tools/uroce
+uroce=build/release/tools/uroce
 
 echo "== uroce setup (one-time root step: /dev/infiniband nodes)"
 "$uroce" setup
@@ -27,7 +26,28 @@ echo "== 1. Unmodified libibverbs tools over uroce"
 
 echo
 echo "== 2. Verbs programs moving data over uroce (two contexts in one process, in-process loopback)"
-"$uroce" run -- build/release/tests/verbs_test --gtest_brief=1 2>&1 | tail -3
+UROCE_PORT=loopback "$uroce" run -- build/release/tests/verbs_test --gtest_brief=1 2>&1 | tail -3
+
+echo
+echo "== 2b. A server and a client with no flags, as with an RNIC: two bare 'uroce run' through the host switch"
+"$uroce" run -- ibv_rc_pingpong -g 0 -p 18998 >/tmp/uroce-demo-srv.log 2>&1 &
+for _ in $(seq 100); do ss -ltn 'sport = :18998' | grep -q LISTEN && break; sleep 0.1; done
+"$uroce" run -- ibv_rc_pingpong -g 0 -p 18998 127.0.0.1 | tail -2 || true
+wait || true
+
+echo
+echo "== 2c. UCX (ucx_perftest tag_bw at the UCP level) and Open MPI (pml ucx, 2 ranks) over uroce"
+export UCX_NET_DEVICES=uroce0:1 UCX_TLS=rc_verbs,ud_verbs
+"$uroce" run -- ucx_perftest -t tag_bw -n 2000 -s 65536 -p 18997 >/tmp/uroce-demo-ucx.log 2>&1 &
+for _ in $(seq 100); do ss -ltn 'sport = :18997' | grep -q LISTEN && break; sleep 0.1; done
+"$uroce" run -- ucx_perftest 127.0.0.1 -t tag_bw -n 2000 -s 65536 -p 18997 2>&1 | grep -E "Stage|Final" || true
+wait || true
+if [ -x build/release/tests/clients/mpi_exchange ]; then
+  mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ucx -x UCX_NET_DEVICES -x UCX_TLS \
+    -x OMPI_MCA_pml_ucx_devices=any -x OMPI_MCA_pml_ucx_tls=any \
+    "$uroce" run -- build/release/tests/clients/mpi_exchange 2>&1 | tail -3 || true
+fi
+unset UCX_NET_DEVICES UCX_TLS
 
 echo
 echo "== 3. Wire layer: ICRC and header build/parse next to memcpy and zlib (same run)"
@@ -76,6 +96,6 @@ rm -rf "$demo_out"
 
 echo
 echo "== Not there yet"
-echo "Bandwidth and latency targets over memif (see the table in section 5), ICRC at 0.5x in-cache memcpy on"
-echo "CPUs without AVX-512, a real-time incast of separate senders and DCQCN knobs tuned for a 1 Gb/s uroced"
-echo "port (docs/cc-results.md). README.md."
+echo "The RDMA CM (rping, rdma_server/client, rsockets, ib_write_bw -R, qperf -cm1, libfabric verbs; design in"
+echo "docs/design/rdma-cm.md), one GID per host, memory windows/XRC/ODP, the bandwidth and latency targets over"
+echo "memif (section 5), a real-time incast of separate senders (docs/cc-results.md). README.md."
