@@ -11,7 +11,7 @@ packages=(
   liburing-dev libboost-dev libisal-dev libnuma-dev libpcap-dev zlib1g-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev tshark iproute2 iperf3 sockperf valgrind
-  python3 gnuplot-nox procps
+  python3 python3-scapy gnuplot-nox procps
   # real clients the tests run over uroce
   ucx-utils openmpi-bin libopenmpi-dev
 )
