@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
 
 namespace uroce::provider {
@@ -277,16 +278,9 @@ void ControlEndpoint::Impl::accept_client() {
   if (fd < 0) return;
   // The directory keeps other users out; this is the second lock. Counters and captures are served to the
   // process's own user and to root only, whatever the socket's permissions became.
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  const bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
-  if (!known || (cred.uid != getuid() && cred.uid != 0)) {
+  if (std::string refusal; !runtime::peer_allowed(fd, "this process", &refusal)) {
     ++refused;
-    const std::string who = known ? "uid " + std::to_string(cred.uid) : "an unidentified peer";
-    const std::string line = error_reply("refused: " + who + " is neither uid " + std::to_string(getuid()) +
-                                         " (the owner of this process) nor root")
-                                 .dump() +
-                             "\n";
+    const std::string line = error_reply(refusal).dump() + "\n";
     (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     close(fd);
     return;

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_eal.h"
+#include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
 #include "tools/uroced/client.h"
 #include "transport/yield_backoff.h"
@@ -288,18 +289,12 @@ void Daemon::accept_conns() {
     if (fd < 0) return;
     // The runtime directory (0700) keeps other users out; this is the second lock. Only the daemon's own
     // user and root are served, whatever the socket's permissions became.
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    const bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
-    if (!known || (cred.uid != getuid() && cred.uid != 0)) {
+    if (std::string refusal; !runtime::peer_allowed(fd, "this uroced", &refusal)) {
       ++refused_peers_;
-      const std::string who = known ? "uid " + std::to_string(cred.uid) : "an unidentified peer";
-      const std::string line = "error refused: " + who + " is neither uid " + std::to_string(getuid()) +
-                               " (the owner of this uroced) nor root\n";
+      const std::string line = "error " + refusal + "\n";
       (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL);
       close(fd);
-      log("refused a control connection from %s (pid %d); refused so far: %lu", who.c_str(),
-          known ? cred.pid : 0, refused_peers_);
+      log("%s; refused so far: %lu", refusal.c_str(), refused_peers_);
       continue;
     }
     conns_.push_back({fd, "", now_ns()});
