@@ -170,4 +170,26 @@ int post_recv(ibv_qp* qp, ibv_sge* sges, int nsge, uint64_t wr_id) {
   return ibv_post_recv(qp, &wr, &bad);
 }
 
+ibv_ah* ah_to(const VerbsSide& from, const VerbsSide& to) {
+  ibv_ah_attr a{};
+  a.is_global = 1;
+  a.grh.dgid = gid0(to.ctx);
+  a.grh.hop_limit = 64;
+  a.port_num = 1;
+  return ibv_create_ah(from.pd, &a);
+}
+
+int post_ud_send(ibv_qp* qp, ibv_ah* ah, uint32_t remote_qpn, uint32_t qkey, ibv_sge* sge) {
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = remote_qpn;
+  wr.wr.ud.remote_qkey = qkey;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
 }  // namespace uroce::test
