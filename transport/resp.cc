@@ -411,6 +411,13 @@ bool Qp::resp_trim_jobs(uint32_t psn) {
   return true;
 }
 
+void Qp::resp_flush_acks() {
+  while (jobs_count_ && jobs_[jobs_head_].kind != RespJob::kRead && resp_send_job(jobs_[jobs_head_])) {
+    jobs_head_ = static_cast<uint32_t>((jobs_head_ + 1) % jobs_.size());
+    --jobs_count_;
+  }
+}
+
 uint32_t Qp::resp_rd_atomic_queued() const {
   uint32_t n = 0;
   for (uint32_t i = 0; i < jobs_count_; ++i) {

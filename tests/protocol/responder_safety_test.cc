@@ -241,6 +241,30 @@ TEST(ResponderSafety, ForgedNakFromAnotherSourceDoesNotKillTheQp) {
   EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
 }
 
+TEST(ResponderAcks, DestroyingAQpSendsTheAcksItStillHolds) {
+  ProtoEnv env;
+  ASSERT_EQ(env.post_recv(0, 64, 1), 0);
+  ASSERT_EQ(env.post_recv(64, 64, 2), 0);
+  env.port.refuse_tx = true;  // a full transmit ring: the first ACK stays in the device's queue
+  PacketHeaders h = env.peer_headers(op::kRcSendOnly, kPsn);
+  h.bth.ackreq = true;
+  env.inject(h, pattern(16, 1));
+  env.dev->progress();
+  h.bth.psn = kPsn + 1;  // the second one's ACK stays with the QP: a blocked port builds nothing new
+  env.inject(h, pattern(16, 2));
+  env.dev->progress();
+  ASSERT_EQ(env.poll().size(), 2u) << "the application has seen both messages";
+  EXPECT_TRUE(env.port.sent().empty());
+  env.port.refuse_tx = false;
+  ASSERT_EQ(env.dev->destroy_qp(env.qp), 0);
+  env.qp = nullptr;
+  const std::vector<Emitted> f = env.port.take();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), kPsn);
+  EXPECT_EQ(f[1].psn(), kPsn + 1);
+  for (const Emitted& e : f) EXPECT_EQ(e.aeth_kind(), AethKind::kAck);
+}
+
 struct Ids {
   std::vector<uint32_t> keys, qpns;
 };

@@ -34,6 +34,7 @@ uint16_t CapturePort::alloc_burst(PktBuf** bufs, uint16_t n) {
 }
 
 uint16_t CapturePort::tx_burst(PktBuf** bufs, uint16_t n) {
+  if (refuse_tx) return 0;
   for (uint16_t i = 0; i < n; ++i) {
     Emitted e;
     e.time_ns = clock_->now_ns();

@@ -66,6 +66,9 @@ class CapturePort final : public PacketIo {
   std::vector<Emitted> take() { return std::exchange(sent_, {}); }
   void clear() { sent_.clear(); }
 
+  // While set, tx_burst takes nothing (a full transmit ring): frames stay with the device.
+  bool refuse_tx = false;
+
   // Buffers in the pool, i.e. not held by the device: equals pool_size() when nothing leaked.
   uint32_t free_buffers() const { return static_cast<uint32_t>(free_.size()); }
   uint32_t pool_size() const { return static_cast<uint32_t>(bufs_.size()); }
