@@ -1,6 +1,7 @@
 // DpdkPort datapath: PktBuf <-> rte_mbuf in bursts, no allocation beyond the pool, no locks, no syscalls
 // of our own (a PMD may make some: af_packet and tap kick the kernel, memif may write an eventfd).
 #include <linux/if_packet.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -62,6 +63,7 @@ uint16_t DpdkPort::tx_burst(PktBuf** bufs, uint16_t n) {
       ms[i] = m;
     }
     const uint16_t k = rte_eth_tx_burst(port_id_, 0, ms, chunk);
+    if (k) last_tx_cycles_ = rte_get_timer_cycles();
     sent += k;
     if (k < chunk) break;  // ring full or link down: the rest stay with the caller
   }

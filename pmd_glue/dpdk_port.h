@@ -89,6 +89,11 @@ class DpdkPort final : public PacketIo {
   Stats stats() const;
 
   PortKind kind() const { return spec_.kind; }
+  // memif: on close, give the peer up to `ms` after our last transmission to read what we sent before we
+  // disconnect (a disconnect frees the shared region with whatever the peer has not read). 0 (the default):
+  // close at once. An endpoint that may exit right after its last frame (the provider) sets it; a switch,
+  // whose ports close because the peer is gone, does not.
+  void set_close_linger_ms(uint32_t ms) { close_linger_ms_ = ms; }
   const PortSpec& spec() const { return spec_; }
   uint16_t port_id() const { return port_id_; }
   const std::string& device_name() const { return dev_name_; }
@@ -113,6 +118,8 @@ class DpdkPort final : public PacketIo {
   uint16_t port_id_ = 0;
   bool have_port_ = false;
   bool started_ = false;
+  uint64_t last_tx_cycles_ = 0;  // rte_get_timer_cycles() when tx_burst last handed the PMD a frame
+  uint32_t close_linger_ms_ = 0;
   bool server_socket_registered_ = false;  // memif server on a filesystem socket
   rte_mempool* pool_ = nullptr;
   rte_ring* ring_rx_ = nullptr;  // ring kind only; owned by the ring registry

@@ -306,6 +306,17 @@ void DpdkPort::teardown() {
   if (owner_pid_ != getpid()) return;
   if (afp_socket_ >= 0) (void)stats();  // the last kernel drops, before the PMD closes its socket
   afp_socket_ = -1;
+  // memif: frames in our transmit ring are the peer's to read when it next runs, and once we disconnect its
+  // PMD frees the shared region with whatever it has not read yet. A program that exits right after its last
+  // message would lose the frames of that moment (its last ACK: the peer then retries into a QP that is gone
+  // and fails). So a port that transmitted within the last close_linger_ms_ gives the peer that long first.
+  if (started_ && spec_.kind == PortKind::kMemif && close_linger_ms_ && last_tx_cycles_) {
+    const uint64_t hz = rte_get_timer_hz();
+    const uint64_t linger = hz / 1000 * close_linger_ms_;
+    const uint64_t since = rte_get_timer_cycles() - last_tx_cycles_;
+    if (since < linger)
+      std::this_thread::sleep_for(std::chrono::microseconds((linger - since) * 1'000'000 / hz));
+  }
   if (started_) rte_eth_dev_stop(port_id_);
   started_ = false;
   if (spec_.kind == PortKind::kMemif) settle_interrupt_thread();

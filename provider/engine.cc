@@ -91,6 +91,9 @@ Engine::Engine(const EngineConfig& cfg) {
     std::string err;
     auto p = glue::DpdkPort::open(cfg.port, &err);
     if (!p) throw std::runtime_error("UROCE_PORT=" + cfg.port + ": " + err);
+    // A program may exit right after its last message: the ACK that frees its peer must still reach the peer
+    // (or the host switch) before the memif link goes down with it.
+    p->set_close_linger_ms(20);
     dpdk_ = p.get();
     port_ = std::move(p);
   }
