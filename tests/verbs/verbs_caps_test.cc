@@ -77,10 +77,8 @@ TEST(DeviceCaps, ACompletionChannelIsFreeOnceItsCqsAreGone) {
 // reads it to find the GID in the GRH area and drops every datagram when it is 0.
 TEST(DeviceCaps, UdReceiveReportsTheRoceNetworkHeaderTypeInTheSl) {
   VerbsSide a, b;
-  make_side(&a, IBV_QPT_UD);
-  make_side(&b, IBV_QPT_UD);
-  ASSERT_EQ(to_rts_ud(a.qp, 0x1234), 0);
-  ASSERT_EQ(to_rts_ud(b.qp, 0x1234), 0);
+  make_ud_pair(&a, &b, 0x1234);
+  if (testing::Test::HasFatalFailure()) return;
   ibv_ah* ah = ah_to(a, b);
   ASSERT_NE(ah, nullptr);
   ibv_sge r{reinterpret_cast<uint64_t>(b.buf.data()), 40 + 64, b.mr->lkey};

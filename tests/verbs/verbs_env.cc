@@ -170,6 +170,13 @@ int post_recv(ibv_qp* qp, ibv_sge* sges, int nsge, uint64_t wr_id) {
   return ibv_post_recv(qp, &wr, &bad);
 }
 
+void make_ud_pair(VerbsSide* a, VerbsSide* b, uint32_t qkey) {
+  make_side(a, IBV_QPT_UD);
+  make_side(b, IBV_QPT_UD);
+  ASSERT_EQ(to_rts_ud(a->qp, qkey), 0);
+  ASSERT_EQ(to_rts_ud(b->qp, qkey), 0);
+}
+
 ibv_ah* ah_to(const VerbsSide& from, const VerbsSide& to) {
   ibv_ah_attr a{};
   a.is_global = 1;

@@ -40,7 +40,9 @@ int post_send(ibv_qp* qp, ibv_wr_opcode op, ibv_sge* sges, int nsge, uint64_t ra
               unsigned flags = IBV_SEND_SIGNALED, uint64_t wr_id = 1);
 int post_recv(ibv_qp* qp, ibv_sge* sges, int nsge, uint64_t wr_id = 1);
 
-// UD: an address handle on `from`'s PD for `to`'s GID 0, and a signaled SEND of one SGE to `to`'s QP.
+// UD: two sides with their QPs in RTS on `qkey` (ASSERTs inside), an address handle on `from`'s PD for
+// `to`'s GID 0, and a signaled SEND of one SGE to `to`'s QP.
+void make_ud_pair(VerbsSide* a, VerbsSide* b, uint32_t qkey);
 ibv_ah* ah_to(const VerbsSide& from, const VerbsSide& to);
 int post_ud_send(ibv_qp* qp, ibv_ah* ah, uint32_t remote_qpn, uint32_t qkey, ibv_sge* sge);
 

@@ -223,10 +223,8 @@ TEST(UcVerbs, SendAndWrite) {
 
 TEST(UdVerbs, SendCarriesTheGrhAndSourceQp) {
   VerbsSide a, b;
-  make_side(&a, IBV_QPT_UD);
-  make_side(&b, IBV_QPT_UD);
-  ASSERT_EQ(to_rts_ud(a.qp, 0x1234), 0);
-  ASSERT_EQ(to_rts_ud(b.qp, 0x1234), 0);
+  make_ud_pair(&a, &b, 0x1234);
+  if (testing::Test::HasFatalFailure()) return;
   ibv_ah* ah = ah_to(a, b);
   ASSERT_NE(ah, nullptr);
   ibv_sge r{reinterpret_cast<uint64_t>(b.buf.data()), 40 + 512, b.mr->lkey};

@@ -23,35 +23,37 @@ Ecn ParsedPacket::ecn() const {
   return static_cast<Ecn>(tc & 3);
 }
 
-MacAddr ParsedPacket::eth_dst() const {
+namespace {
+
+MacAddr mac_at(const uint8_t* p) {
   MacAddr m;
-  std::memcpy(m.data(), reinterpret_cast<const EthHdr*>(frame)->dst, m.size());
+  std::memcpy(m.data(), p, m.size());
   return m;
 }
 
-MacAddr ParsedPacket::eth_src() const {
-  MacAddr m;
-  std::memcpy(m.data(), reinterpret_cast<const EthHdr*>(frame)->src, m.size());
-  return m;
+// The source (`src`) or destination address of the IP header at `l3`, as a GID.
+Ipv6Addr ip_addr(const uint8_t* l3, bool ipv6, bool src) {
+  if (!ipv6) {
+    const auto& ip = *reinterpret_cast<const Ipv4Hdr*>(l3);
+    return ipv4_mapped((src ? ip.src : ip.dst).get());
+  }
+  const auto& ip = *reinterpret_cast<const Ipv6Hdr*>(l3);
+  Ipv6Addr a;
+  std::memcpy(a.data(), src ? ip.src : ip.dst, a.size());
+  return a;
 }
+
+}  // namespace
+
+MacAddr ParsedPacket::eth_dst() const { return mac_at(reinterpret_cast<const EthHdr*>(frame)->dst); }
+MacAddr ParsedPacket::eth_src() const { return mac_at(reinterpret_cast<const EthHdr*>(frame)->src); }
 
 uint16_t ParsedPacket::vlan_id() const {
   return vlan_tagged() ? reinterpret_cast<const VlanTag*>(frame + sizeof(EthHdr))->tci.get() & 0x0FFF : 0;
 }
 
-Ipv6Addr ParsedPacket::ip_src() const {
-  if (!ipv6) return ipv4_mapped(reinterpret_cast<const Ipv4Hdr*>(frame + l3_off)->src.get());
-  Ipv6Addr a;
-  std::memcpy(a.data(), reinterpret_cast<const Ipv6Hdr*>(frame + l3_off)->src, a.size());
-  return a;
-}
-
-Ipv6Addr ParsedPacket::ip_dst() const {
-  if (!ipv6) return ipv4_mapped(reinterpret_cast<const Ipv4Hdr*>(frame + l3_off)->dst.get());
-  Ipv6Addr a;
-  std::memcpy(a.data(), reinterpret_cast<const Ipv6Hdr*>(frame + l3_off)->dst, a.size());
-  return a;
-}
+Ipv6Addr ParsedPacket::ip_src() const { return ip_addr(frame + l3_off, ipv6, true); }
+Ipv6Addr ParsedPacket::ip_dst() const { return ip_addr(frame + l3_off, ipv6, false); }
 
 RxDrop parse_frame(const uint8_t* frame, size_t len, ParsedPacket* out) {
   if (len < sizeof(EthHdr)) return RxDrop::kTruncEth;
