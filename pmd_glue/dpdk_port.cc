@@ -1,5 +1,6 @@
 // DpdkPort datapath: PktBuf <-> rte_mbuf in bursts, no allocation beyond the pool, no locks, no syscalls
-// of our own (a PMD may make some: af_packet and tap kick the kernel, memif may write an eventfd).
+// of our own (a PMD may make some: af_packet and tap kick the kernel, memif may write an eventfd). memif
+// bursts pass the interrupt-thread gate (intr_gate.h): two atomic operations, never a wait.
 #include <linux/if_packet.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/intr_gate.h"
 
 namespace uroce::glue {
 
@@ -49,6 +51,8 @@ uint16_t DpdkPort::alloc_burst(PktBuf** bufs, uint16_t n) {
 }
 
 uint16_t DpdkPort::tx_burst(PktBuf** bufs, uint16_t n) {
+  const IntrGateBurst gate(&gate_);
+  if (unlikely(!gate)) return 0;  // memif's control channel is being served: a busy ring for a moment
   rte_mbuf* ms[kBurst];
   uint16_t sent = 0;
   while (sent < n) {
@@ -84,6 +88,8 @@ uint16_t DpdkPort::deliver_chain(rte_mbuf* m, PktBuf** out) {
 }
 
 uint16_t DpdkPort::rx_burst(PktBuf** bufs, uint16_t n) {
+  const IntrGateBurst gate(&gate_);
+  if (unlikely(!gate)) return 0;
   rte_mbuf* ms[kBurst];
   uint16_t got = 0;
   while (got < n) {

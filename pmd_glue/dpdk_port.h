@@ -18,7 +18,8 @@
 // the kernel drops them if the interface is down; a ring port always accepts while the ring has room.
 // memif is also backpressure when up: the server transmits into buffers the client hands over when it
 // polls rx, so a server's tx_burst returns 0 until the client's first rx_burst and whenever the client's
-// ring is full. A frame a PMD refuses for good (longer than max_frame()) is refused on every retry:
+// ring is full, and for a moment every ~2 ms while the interrupt thread serves memif's control channel
+// (intr_gate.h). A frame a PMD refuses for good (longer than max_frame()) is refused on every retry:
 // never offer one.
 #pragma once
 
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "pmd_glue/dpdk_spec.h"
+#include "pmd_glue/intr_gate.h"
 #include "transport/packet_io.h"
 #include "transport/wire/headers.h"
 
@@ -131,6 +133,7 @@ class DpdkPort final : public PacketIo {
   // only, and only while the device exists; -1 when not found.
   int afp_socket_ = -1;
   mutable std::atomic<uint64_t> kernel_drops_{0};
+  IntrGate::Member gate_;  // memif only (others never join: their bursts pass it untouched)
   std::atomic<uint64_t> rx_oversize_{0}, rx_linearised_{0}, rx_chain_drop_{0};  // rare paths only
 };
 

@@ -28,6 +28,7 @@
 #include "pmd_glue/dpdk_log.h"
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/dpdk_ring_pair.h"
+#include "pmd_glue/intr_gate.h"
 
 namespace uroce::glue {
 
@@ -208,6 +209,8 @@ bool DpdkPort::create_device(std::string* err) {
     g_server_sockets.insert(spec_.socket);
     server_socket_registered_ = true;
   }
+  // memif's control channel runs on the interrupt thread, which must not unmap the rings under a burst.
+  if (spec_.kind == PortKind::kMemif) IntrGate::join(&gate_);
   // The vdev bus picks the driver by name prefix: "net_memif_u3" is probed by net_memif.
   dev_name_ = Eal::unique_name((std::string(vdev_driver(spec_.kind)) + "_u").c_str());
   const std::string args =
@@ -317,7 +320,13 @@ void DpdkPort::teardown() {
     if (since < linger)
       std::this_thread::sleep_for(std::chrono::microseconds((linger - since) * 1'000'000 / hz));
   }
-  if (started_) rte_eth_dev_stop(port_id_);
+  // Stop and close with the interrupt thread parked, so it is not in this device's callbacks meanwhile;
+  // but not across settle_interrupt_thread(), which needs it.
+  if (started_) {
+    IntrGate::enter_blocking(&gate_);
+    rte_eth_dev_stop(port_id_);
+    IntrGate::exit(&gate_);
+  }
   started_ = false;
   if (spec_.kind == PortKind::kMemif) settle_interrupt_thread();
   if (have_port_) {
@@ -325,10 +334,13 @@ void DpdkPort::teardown() {
       rte_eth_dev_close(port_id_);
       ring_pair::detach(spec_.ring, ring_tx_);
     } else {
+      IntrGate::enter_blocking(&gate_);
       rte_vdev_uninit(dev_name_.c_str());  // closes the ethdev; a memif server unlinks its socket
+      IntrGate::exit(&gate_);
     }
     have_port_ = false;
   }
+  IntrGate::leave(&gate_);
   if (server_socket_registered_) {
     std::lock_guard lock(g_sockets_mu);
     g_server_sockets.erase(g_server_sockets.find(spec_.socket));

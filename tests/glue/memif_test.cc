@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "pmd_glue/dpdk_port.h"
 #include "tests/glue/frame_exchange.h"
@@ -169,6 +172,61 @@ TEST(MemifPair, ForkedChildDoesNotDisturbTheParentsLink) {
   EXPECT_TRUE(client->link_up());
   std::string err;
   EXPECT_TRUE(test::exchange(*server, *client, 1, 1, std::vector<uint16_t>(64, 512), &err)) << err;
+}
+
+// The peer going away while this side is inside a burst: DPDK's memif handles the peer's disconnect on its
+// interrupt thread and unmaps the shared rings there, so a burst running at that moment on another thread
+// would touch unmapped memory. The port keeps its bursts and that teardown apart. Each round a glue_peer
+// process echoes what a thread here sends and receives without pause in large frames (so a burst is in the
+// rings most of the time) until it is killed; this process must see its link go down, stay alive, and get
+// every buffer back.
+TEST(MemifProcesses, PeerKilledWhileBurstingIsSafe) {
+  for (int round = 0; round < 30; ++round) {
+    TempDir dir;
+    const std::string sock = dir.file("k.sock");
+    auto server = open_or_fail("memif:socket=" + sock + ",role=server");
+    ASSERT_TRUE(server);
+    const std::string spec = "memif:socket=" + sock + ",role=client";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl(GLUE_PEER, "glue_peer", "echo", spec.c_str(), "10000", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const bool up = server->wait_link_up(seconds(10));
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> echoed{0};
+    std::thread burster([&] {
+      const wire::MacAddr mac = server->mac();
+      PktBuf* bufs[kBurst];
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint16_t n = server->alloc_burst(bufs, kBurst);
+        for (uint16_t i = 0; i < n; ++i) test::fill_frame(bufs[i], mac, mac, 0xD, i, 4000);
+        const uint16_t sent = server->tx_burst(bufs, n);
+        server->free_burst(bufs + sent, static_cast<uint16_t>(n - sent));
+        const uint16_t got = server->rx_burst(bufs, kBurst);
+        server->free_burst(bufs, got);
+        echoed.fetch_add(got, std::memory_order_relaxed);
+      }
+    });
+    // Kill the peer once frames flow both ways (or give up after 10 s).
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    while (up && echoed.load() < 2000 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    const bool flowing = echoed.load() >= 2000;
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    while (server->link_up() && std::chrono::steady_clock::now() < deadline + seconds(5))
+      std::this_thread::yield();
+    const bool went_down = !server->link_up();
+    stop = true;
+    burster.join();
+    ASSERT_TRUE(up) << "round " << round << ": glue_peer never connected";
+    ASSERT_TRUE(flowing) << "round " << round << ": echoes never flowed";
+    ASSERT_TRUE(went_down) << "round " << round << ": the link stayed up after the peer died";
+    EXPECT_EQ(server->pool_available(), server->pool_size()) << "round " << round;
+  }
 }
 
 TEST(RingPair, EverySizeBothWaysNoLeak) {

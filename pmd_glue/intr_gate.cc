@@ -1,0 +1,151 @@
+// IntrGate: see intr_gate.h for why and how.
+#define ALLOW_EXPERIMENTAL_API  // rte_intr_instance_alloc and its accessors are experimental in 22.11
+#include "pmd_glue/intr_gate.h"
+
+#include <rte_interrupts.h>
+#include <rte_log.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace uroce::glue {
+
+std::atomic<bool> IntrGate::thread_out_{true};
+std::atomic<bool> IntrGate::used_{false};
+
+// One per process, never destroyed: the interrupt thread may be inside on_gate when static destructors
+// run at exit.
+struct IntrGateState {
+  std::mutex mu;
+  std::condition_variable cv;  // never notified: on_gate only times out on it
+  std::vector<IntrGate::Member*> members;
+  bool installed = false;
+  bool failed = false;
+  bool armed = false;    // the eventfd holds a count, so the interrupt thread keeps coming back
+  bool released = true;  // the thread is not coming back until a member arms the eventfd
+  int efd = -1;
+  rte_intr_handle* handle = nullptr;
+  std::atomic<uint64_t> passes{0};
+
+  bool install() {
+    if (installed) return true;
+    if (failed) return false;
+    efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd >= 0) handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+    if (handle != nullptr && rte_intr_fd_set(handle, efd) == 0 &&
+        rte_intr_type_set(handle, RTE_INTR_HANDLE_EXT) == 0 &&
+        rte_intr_callback_register(handle, &IntrGate::on_gate, this) == 0) {
+      installed = true;
+      return true;
+    }
+    RTE_LOG(ERR, USER1, "uroce: cannot park the interrupt thread; memif ports run ungated\n");
+    if (handle != nullptr) rte_intr_instance_free(handle);
+    if (efd >= 0) close(efd);
+    handle = nullptr;
+    efd = -1;
+    failed = true;
+    return false;
+  }
+
+  void arm() {
+    if (armed) return;
+    const uint64_t one = 1;
+    armed = write(efd, &one, sizeof one) == sizeof one;
+  }
+  void disarm() {
+    uint64_t v;
+    while (read(efd, &v, sizeof v) == sizeof v) {
+    }
+    armed = false;
+  }
+};
+
+namespace {
+IntrGateState& state() {
+  static auto* s = new IntrGateState;
+  return *s;
+}
+}  // namespace
+
+bool IntrGate::join(Member* m) {
+  IntrGateState& s = state();
+  std::lock_guard lock(s.mu);
+  m->gated = s.install();
+  if (!m->gated) return false;
+  s.members.push_back(m);
+  s.arm();
+  s.released = false;
+  return true;
+}
+
+void IntrGate::leave(Member* m) {
+  if (!m->gated) return;
+  IntrGateState& s = state();
+  std::lock_guard lock(s.mu);
+  s.members.erase(std::remove(s.members.begin(), s.members.end(), m), s.members.end());
+  m->gated = false;
+}
+
+bool IntrGate::enter_slow(Member* m) {
+  IntrGateState& s = state();
+  {
+    std::lock_guard lock(s.mu);
+    if (!s.released) {
+      used_.store(true, std::memory_order_relaxed);  // a pass is under way: busy for a moment
+      return false;
+    }
+    s.arm();
+    s.released = false;
+  }
+  // The thread wakes on the eventfd and parks within microseconds unless it has callbacks to run first.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (thread_out_.load(std::memory_order_seq_cst)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  m->active.fetch_add(1, std::memory_order_seq_cst);
+  if (!thread_out_.load(std::memory_order_seq_cst)) {
+    used_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  m->active.fetch_sub(1, std::memory_order_release);
+  return false;
+}
+
+void IntrGate::enter_blocking(Member* m) {
+  while (!try_enter(m)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relaxed); }
+
+// On the interrupt thread, once per pass of its epoll loop while the eventfd is armed.
+void IntrGate::on_gate(void* arg) {
+  auto& s = *static_cast<IntrGateState*>(arg);
+  std::unique_lock lock(s.mu);
+  if (s.members.empty()) {
+    s.disarm();  // nothing to guard: leave the thread to epoll; thread_out_ stays true
+    s.released = true;
+    return;
+  }
+  // Parked: bursts may run.
+  used_.store(false, std::memory_order_relaxed);
+  thread_out_.store(false, std::memory_order_seq_cst);
+  s.cv.wait_for(lock, kPeriod);
+  // Out again: no burst starts from here on; wait for those under way. A member that enters now sees
+  // thread_out_ and backs off, so each wait is at most one burst long.
+  thread_out_.store(true, std::memory_order_seq_cst);
+  for (Member* m : s.members)
+    while (m->active.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  s.passes.fetch_add(1, std::memory_order_relaxed);
+  if (!used_.load(std::memory_order_relaxed)) {
+    s.disarm();  // a quiet spell: let the thread sleep in epoll until a burst brings it back
+    s.released = true;
+  }
+}
+
+}  // namespace uroce::glue

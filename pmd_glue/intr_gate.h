@@ -1,0 +1,91 @@
+// Keeps DPDK's interrupt thread out of the rings while memif ports burst.
+//
+// DPDK 22.11's memif PMD runs its control channel on EAL's interrupt thread. When the peer disconnects
+// (closes its port, or its process dies), that thread unmaps the shared regions at once, while another
+// thread may be inside rx_burst or tx_burst reading the rings in them: the process crashes instead of
+// seeing its link go down. The PMD holds no lock there and raises no event before it unmaps (the same
+// holds for the PMD's later releases).
+//
+// The gate parks the interrupt thread in a callback of its own, registered on an eventfd that stays
+// readable, so the thread enters the callback on every pass of its epoll loop; the callback lets it out
+// again after kPeriod, for one pass, in which it runs whatever memif (or alarm) callbacks are pending.
+// While the thread is out, bursts on gated ports do not run: try_enter() fails and the port behaves as a
+// busy ring for that moment (rx returns nothing, tx takes nothing). Before letting the thread out, the
+// gate waits for the bursts already running to finish. Datapath threads never block on the gate; memif
+// control traffic (the connect handshake, a disconnect) is handled up to kPeriod later than without it.
+//
+// An idle datapath costs nothing: after a parked spell in which no burst ran, the gate releases the
+// thread (drains its eventfd, so the thread sleeps in epoll as without the gate). The next burst then
+// re-arms the eventfd and waits the few microseconds until the thread is parked again. With no member left
+// the thread stays released.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace uroce::glue {
+
+class IntrGate {
+ public:
+  static constexpr std::chrono::milliseconds kPeriod{2};
+
+  struct Member {
+    std::atomic<uint32_t> active{0};  // bursts and control calls of this port now running
+    bool gated = false;               // false if the gate could not be installed: nothing is held back
+  };
+
+  // Before the port's device is created. False (and m->gated false) if the gate could not be set up.
+  static bool join(Member* m);
+  // After the port's device is closed: no burst of it runs or starts again.
+  static void leave(Member* m);
+
+  // Datapath: true if a burst may run now; then exit(m) when it is done.
+  static bool try_enter(Member* m) {
+    if (!m->gated) return true;
+    m->active.fetch_add(1, std::memory_order_seq_cst);
+    if (!thread_out_.load(std::memory_order_seq_cst)) {
+      if (!used_.load(std::memory_order_relaxed)) used_.store(true, std::memory_order_relaxed);
+      return true;
+    }
+    m->active.fetch_sub(1, std::memory_order_release);
+    return enter_slow(m);
+  }
+  // Control calls into the PMD (stop, close) from the port's owner: waits for the interrupt thread to be
+  // parked. Never hold it across a wait for the interrupt thread (an alarm, a link coming up).
+  static void enter_blocking(Member* m);
+  static void exit(Member* m) {
+    if (m->gated) m->active.fetch_sub(1, std::memory_order_release);
+  }
+
+  // Times the interrupt thread was let out, for tests.
+  static uint64_t passes();
+
+ private:
+  friend struct IntrGateState;
+  static void on_gate(void* arg);
+  // The thread is out: during a pass, fail at once; if it was released, bring it back and wait for it.
+  static bool enter_slow(Member* m);
+  // True while the interrupt thread is outside the gate's callback (and so may run memif's).
+  static std::atomic<bool> thread_out_;
+  // A burst ran (or wanted to) in the current parked spell.
+  static std::atomic<bool> used_;
+};
+
+// Holds a member for a scope (try_enter semantics): `if (!g) return 0;`.
+class IntrGateBurst {
+ public:
+  explicit IntrGateBurst(IntrGate::Member* m) : m_(m), ok_(IntrGate::try_enter(m)) {}
+  ~IntrGateBurst() {
+    if (ok_) IntrGate::exit(m_);
+  }
+  IntrGateBurst(const IntrGateBurst&) = delete;
+  IntrGateBurst& operator=(const IntrGateBurst&) = delete;
+  explicit operator bool() const { return ok_; }
+
+ private:
+  IntrGate::Member* m_;
+  bool ok_;
+};
+
+}  // namespace uroce::glue
