@@ -148,7 +148,7 @@ int Device::destroy_srq(Srq* srq) {
   return 0;
 }
 
-int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
+int Device::check_qp_init(const QpInitAttr& init) const {
   const QpCap& c = init.cap;
   if (!init.send_cq || !init.recv_cq) return EINVAL;
   if (init.type != QpType::kRc && init.type != QpType::kUc && init.type != QpType::kUd) return EOPNOTSUPP;
@@ -157,6 +157,28 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
     return EINVAL;
   if (!init.srq && (c.max_recv_wr > params::kMaxQpWr || c.max_recv_sge > params::kMaxSge)) return EINVAL;
   if (qps_.size() >= params::kMaxQp) return ENOMEM;
+  return 0;
+}
+
+int Device::create_gsi_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
+  if (init.type != QpType::kUd) return EINVAL;
+  if (const int rc = check_qp_init(init)) return rc;
+  if (qps_.count(params::kGsiQpn)) return EBUSY;
+  place_qp(params::kGsiQpn, pd, init, out);
+  return 0;
+}
+
+void Device::place_qp(uint32_t qpn, Pd* pd, const QpInitAttr& init, Qp** out) {
+  auto qp = std::make_unique<Qp>(this, qpn, pd, init);
+  ++pd->refs;
+  if (init.srq) ++init.srq->qp_refs;
+  *out = qp.get();
+  qp_list_.push_back(qp.get());
+  qps_.emplace(qpn, std::move(qp));
+}
+
+int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
+  if (const int rc = check_qp_init(init)) return rc;
   uint32_t qpn;
   if (cfg_.id_seed) {
     // Random, unused, and never one of the reserved numbers below kFirstQpn (QP0, QP1) or above kMaxQpn
@@ -171,12 +193,7 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
     qpn = next_qpn_;
     next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
   }
-  auto qp = std::make_unique<Qp>(this, qpn, pd, init);
-  ++pd->refs;
-  if (init.srq) ++init.srq->qp_refs;
-  *out = qp.get();
-  qp_list_.push_back(qp.get());
-  qps_.emplace(qpn, std::move(qp));
+  place_qp(qpn, pd, init, out);
   return 0;
 }
 

@@ -81,6 +81,10 @@ class Device {
   int destroy_srq(Srq* srq);
   int create_qp(Pd* pd, const QpInitAttr& init, Qp** out);
   int destroy_qp(Qp* qp);
+  // The general services interface (QP1), for the connection manager: a UD QP whose number is 1, with the
+  // usual UD rules (its Q_Key, set by modify, is 0x80010000 for CM MADs). Never handed to a verbs consumer.
+  // EBUSY if the device already has one.
+  int create_gsi_qp(Pd* pd, const QpInitAttr& init, Qp** out);
   Qp* find_qp(uint32_t qpn) const;
 
   // Async events (ibv_get_async_event). on_async_event, if set, is called as each is raised.
@@ -107,6 +111,8 @@ class Device {
 
   void handle_rx(PktBuf* buf);
   void flush_tx();
+  int check_qp_init(const QpInitAttr& init) const;
+  void place_qp(uint32_t qpn, Pd* pd, const QpInitAttr& init, Qp** out);
 
   DeviceConfig cfg_;
   PacketIo* io_;

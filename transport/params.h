@@ -25,6 +25,8 @@ constexpr uint32_t kUdQkeyPrivilegedBit = 0x80000000;  // a Q_Key with it set in
 
 // QP numbers: 0 and 1 are the IB special QPs; uroce allocates from here up.
 constexpr uint32_t kFirstQpn = 0x11;
+constexpr uint32_t kGsiQpn = 1;            // QP1: general services (CM MADs)
+constexpr uint32_t kGsiQkey = 0x80010000;  // the well-known Q_Key of QP1
 constexpr uint32_t kMaxQpn = 0xFFFFFF;
 
 // Datapath tuning.
