@@ -8,6 +8,10 @@
 //                                or ADDR) and a memif port for the connecting process (SO_PEERCRED pid),
 //                                released when that process exits (pidfd); SPEC is the memif client spec
 //                                the process's provider opens (UROCE_PORT)
+//   cm bind SPACE ADDR PORT [reuse] -> "ok port=N"; cm listen|unbind SPACE ADDR PORT -> "ok";
+//   cm lookup SPACE ADDR PORT  -> "ok ip=LEASE pid=N": the host's RDMA CM port spaces (cm_ports.h), so that
+//                                processes bind and listen as on one kernel; bind/listen/unbind need a
+//                                lease and go with it; errors "error errno=N MESSAGE"
 //   stats                     -> one line for the daemon, one per port (key=value)
 //   set [PORT] key=value...   -> "ok": egress knobs (config.h) of one port or of all ports and new ones
 //   stop                      -> "ok", then the daemon exits

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -91,8 +93,29 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+namespace {
+
+// The kernel's ephemeral port range (net.ipv4.ip_local_port_range), which rdma_cm uses too.
+std::pair<uint16_t, uint16_t> local_port_range() {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned lo = 0, hi = 0;
+  if (f >> lo >> hi && lo > 0 && lo <= hi && hi <= 65535)
+    return {static_cast<uint16_t>(lo), static_cast<uint16_t>(hi)};
+  return {32768, 60999};
+}
+
+}  // namespace
+
 Daemon::Daemon(DaemonConfig cfg, fs::path base)
-    : cfg_(std::move(cfg)), base_(std::move(base)), sw_(cfg_.seed) {}
+    : cfg_(std::move(cfg)),
+      base_(std::move(base)),
+      sw_(cfg_.seed),
+      cm_ports_(local_port_range().first, local_port_range().second, std::random_device{}(),
+                [this](uint32_t ip) {
+                  for (const auto& l : leases_)
+                    if (l->ip == ip) return true;
+                  return false;
+                }) {}
 
 Daemon::~Daemon() {
   while (!leases_.empty()) release(leases_.size() - 1, "daemon exit");
@@ -319,6 +342,14 @@ void Daemon::handle_request(Conn& c) {
       reply = do_lease(cred.pid, words.size() == 2 ? words[1] : "", &err);
       if (reply.empty()) reply = "error " + err;
     }
+  } else if (cmd == "cm") {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(c.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
+      reply = "error cannot identify the requesting process";
+    } else {
+      reply = do_cm(cred.pid, words);
+    }
   } else if (cmd == "stats" && words.size() == 1) {
     reply = do_stats();
   } else if (cmd == "set") {
@@ -329,7 +360,8 @@ void Daemon::handle_request(Conn& c) {
     stop_ = true;
     log("stop requested");
   } else {
-    reply = "error unknown request '" + line + "' (ping, lease [ADDR], stats, set [PORT] k=v..., stop)";
+    reply = "error unknown request '" + line +
+            "' (ping, lease [ADDR], cm bind|listen|unbind|lookup ..., stats, set [PORT] k=v..., stop)";
   }
   reply += "\n";
   (void)!send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
@@ -401,8 +433,53 @@ std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* er
   return reply;
 }
 
+// cm bind SPACE ADDR PORT [reuse] -> "ok port=N"     cm listen|unbind SPACE ADDR PORT -> "ok"
+// cm lookup SPACE ADDR PORT -> "ok ip=LEASE pid=N"     errors: "error errno=N MESSAGE"
+// SPACE is the rdma_port_space number in hex or decimal (0x106 TCP, 0x111 UDP, 0x13f IB, 0x2 IPoIB), ADDR
+// an IPv4 address (0.0.0.0 the wildcard). bind, listen and unbind need a lease: what they hold is the
+// leaseholder's and goes with its lease.
+std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
+  auto fail = [](int e, const std::string& what) {
+    return "error errno=" + std::to_string(e) + " " + what + ": " + std::strerror(e);
+  };
+  if (w.size() < 5 || w.size() > 6)
+    return "error usage: cm bind|listen|unbind|lookup SPACE ADDR PORT [reuse]";
+  char* end = nullptr;
+  const unsigned long space = std::strtoul(w[2].c_str(), &end, 0);
+  in_addr a{};
+  const unsigned long port = std::strtoul(w[4].c_str(), nullptr, 10);
+  if (*end || space > 0xFFFF || inet_pton(AF_INET, w[3].c_str(), &a) != 1 || port > 65535)
+    return fail(EINVAL, "cm: bad space, address or port in '" + w[2] + " " + w[3] + " " + w[4] + "'");
+  const uint32_t ip = ntohl(a.s_addr);
+  const auto sp = static_cast<uint16_t>(space);
+  const auto pt = static_cast<uint16_t>(port);
+  if (w[1] == "lookup") {
+    CmPorts::Listener l;
+    if (!cm_ports_.lookup(sp, ip, pt, &l)) return fail(ECONNREFUSED, "no listener on " + w[3] + ":" + w[4]);
+    return "ok ip=" + ip_text(l.own_ip) + " pid=" + std::to_string(l.pid);
+  }
+  const Lease* mine = nullptr;
+  for (const auto& l : leases_)
+    if (l->pid == pid) mine = l.get();
+  if (!mine) return fail(EPERM, "process " + std::to_string(pid) + " holds no lease");
+  int rc = EINVAL;
+  uint16_t bound = pt;
+  if (w[1] == "bind") {
+    rc = cm_ports_.bind(pid, mine->ip, sp, ip, pt, w.size() == 6 && w[5] == "reuse", &bound);
+  } else if (w[1] == "listen" && w.size() == 5) {
+    rc = cm_ports_.listen(pid, sp, ip, pt);
+  } else if (w[1] == "unbind" && w.size() == 5) {
+    rc = cm_ports_.unbind(pid, sp, ip, pt);
+  } else {
+    return "error usage: cm bind|listen|unbind|lookup SPACE ADDR PORT [reuse]";
+  }
+  if (rc) return fail(rc, "cm " + w[1] + " " + w[3] + ":" + w[4]);
+  return w[1] == "bind" ? "ok port=" + std::to_string(bound) : "ok";
+}
+
 void Daemon::release(size_t idx, const char* why) {
   Lease& l = *leases_[idx];
+  cm_ports_.release(l.pid);
   const std::string counters =
       format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id)) + pmd_counters(*l.port);
   sw_.remove_port(l.switch_id);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pmd_glue/dpdk_port.h"
+#include "tools/uroced/cm_ports.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/switch_core.h"
 
@@ -55,6 +56,7 @@ class Daemon {
   void handle_request(Conn& c);
   std::string do_lease(pid_t pid, const std::string& want, std::string* err);
   std::string do_stats() const;
+  std::string do_cm(pid_t pid, const std::vector<std::string>& words);
   bool do_set(const std::vector<std::string>& words, std::string* err);
   void release(size_t idx, const char* why);
   uint32_t pick_ip() const;
@@ -68,6 +70,7 @@ class Daemon {
   int listen_fd_ = -1;
   bool stop_ = false;
   Switch sw_;
+  CmPorts cm_ports_;
   std::unique_ptr<glue::DpdkPort> uplink_;
   int uplink_id_ = -1;
   std::vector<std::unique_ptr<Lease>> leases_;
