@@ -13,64 +13,20 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/uroced_request.h"
 #include "tools/uroce/paths.h"
 
 namespace uroce::uroced {
 
 namespace fs = std::filesystem;
 
-fs::path control_socket_path(const fs::path& base) { return base / "uroced.sock"; }
+fs::path control_socket_path(const fs::path& base) { return runtime::uroced_socket_path(base.string()); }
 fs::path lock_path(const fs::path& base) { return base / "uroced.lock"; }
 fs::path log_path(const fs::path& base) { return base / "uroced.log"; }
 fs::path ports_dir(const fs::path& base) { return base / "uroced-ports"; }
 
 bool request(const std::string& line, std::string* reply, std::string* err) {
-  const fs::path sock = control_socket_path(tools::runtime_base(true));
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *err = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (sock.string().size() >= sizeof(sa.sun_path)) {
-    close(fd);
-    *err = "control socket path " + sock.string() + " is too long (set XDG_RUNTIME_DIR to a shorter one)";
-    return false;
-  }
-  std::strncpy(sa.sun_path, sock.c_str(), sizeof(sa.sun_path) - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    *err = "no uroced at " + sock.string() + ": " + std::strerror(errno);
-    close(fd);
-    return false;
-  }
-  const std::string msg = line + "\n";
-  if (send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) {
-    *err = "uroced at " + sock.string() + " closed the connection";
-    close(fd);
-    return false;
-  }
-  timeval tv{10, 0};  // a daemon that hangs must not hang us
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fd);
-  if (out.empty()) {
-    *err = "uroced at " + sock.string() + " closed the connection without a reply";
-    return false;
-  }
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  *reply = out;
-  return true;
+  return runtime::uroced_request(line, reply, err);
 }
 
 fs::path find_uroced() {
