@@ -520,6 +520,84 @@ TEST(CmState, FloodOfForgedMadsIsCountedAndChangesNothing) {
   EXPECT_EQ(n.a.state(ia), CmState::kTimewait);
 }
 
+TEST(CmState, NewReqFromAConnectedQpIsStale) {
+  BackToBack n;
+  CmId ia, ib, ia2;
+  establish(n, &ia, &ib);
+  // a lost its connection without telling b and asks again from the same QP.
+  ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia2), 0);
+  n.run_for(2 * kMs);
+  const auto rejs = n.sent_of(AttrId::kRej, 0);
+  ASSERT_EQ(rejs.size(), 1u);
+  EXPECT_EQ(std::get<Rej>(rejs[0].mad.body).reason, kRejStaleConn);
+  ASSERT_GE(n.ev_a.size(), 3u);
+  const Event rejected = n.ev_a[n.ev_a.size() - 2].ev;
+  EXPECT_EQ(rejected.id, ia2);
+  EXPECT_EQ(rejected.type, EventType::kRejected);
+  EXPECT_EQ(rejected.status, kRejStaleConn);
+  EXPECT_EQ(n.ev_a.back().ev.id, ia);
+  EXPECT_EQ(n.ev_a.back().ev.type, EventType::kDisconnected);
+  EXPECT_EQ(n.b.stats().rx[static_cast<size_t>(RxResult::kStale)], 1u);
+  // ... and b disconnects the old one.
+  EXPECT_EQ(n.sent_of(AttrId::kDreq, 0).size(), 1u);
+  EXPECT_EQ(n.a.state(ia), CmState::kDreqRcvd);
+  EXPECT_EQ(n.ev_b.size(), 2u);  // CONNECT_REQUEST and ESTABLISHED only: no request for the stale REQ
+}
+
+TEST(CmState, CrossingDreqsEachReportDisconnectedOnce) {
+  BackToBack n;
+  CmId ia, ib;
+  establish(n, &ia, &ib);
+  const size_t ea = n.ev_a.size(), eb = n.ev_b.size();
+  ASSERT_EQ(n.a.disconnect(ia), 0);
+  ASSERT_EQ(n.b.disconnect(ib), 0);
+  n.run_for(2 * kMs);
+  EXPECT_EQ(n.a.state(ia), CmState::kDreqRcvd);
+  EXPECT_EQ(n.b.state(ib), CmState::kDreqRcvd);
+  ASSERT_EQ(n.ev_a.size(), ea + 1);
+  ASSERT_EQ(n.ev_b.size(), eb + 1);
+  EXPECT_EQ(n.ev_a.back().ev.type, EventType::kDisconnected);
+  EXPECT_EQ(n.ev_b.back().ev.type, EventType::kDisconnected);
+  // Each answers when its application calls rdma_disconnect again (or destroys the id).
+  ASSERT_EQ(n.a.disconnect(ia), 0);
+  ASSERT_EQ(n.b.disconnect(ib), 0);
+  n.run_for(3000 * kMs);
+  EXPECT_EQ(n.sent_of(AttrId::kDreq).size(), 2u);  // the DREQ timers stopped when the other DREQ came
+  EXPECT_EQ(n.sent_of(AttrId::kDrep).size(), 2u);
+  EXPECT_EQ(n.ev_a.back().ev.type, EventType::kTimewaitExit);
+  EXPECT_EQ(n.ev_b.back().ev.type, EventType::kTimewaitExit);
+  EXPECT_EQ(n.ev_a.size(), ea + 2);
+  EXPECT_EQ(n.ev_b.size(), eb + 2);
+}
+
+TEST(CmState, CmaHeaderRules) {
+  BackToBack n;
+  CmId l, ia;
+  ConnectParams p = n.params(kTcp7471);
+  p.private_data.assign(57, 1);  // 36 + 57 > 92
+  EXPECT_EQ(n.a.connect(p, &ia), -EINVAL);
+  p.private_data.assign(56, 1);
+  p.cma_hdr.ip_version = 5;  // a header the passive rdma_cm refuses: REJ 28
+  ASSERT_EQ(n.b.listen({kTcp7471, {}, true}, &l), 0);
+  ASSERT_EQ(n.a.connect(p, &ia), 0);
+  n.run_for(2 * kMs);
+  EXPECT_EQ(n.ev_a.back().ev.status, kRejConsumerDefined);
+  EXPECT_EQ(n.b.stats().rx[static_cast<size_t>(RxResult::kBadCmaHdr)], 1u);
+  EXPECT_TRUE(n.ev_b.empty());
+
+  // Ids without a CMA header (AF_IB): all 92 bytes are the consumer's.
+  BackToBack m;
+  ASSERT_EQ(m.b.listen({kTcp7471, {}, false}, &l), 0);
+  p = m.params(kTcp7471);
+  p.cma = false;
+  p.private_data.assign(92, 7);
+  ASSERT_EQ(m.a.connect(p, &ia), 0);
+  m.run_for(2 * kMs);
+  ASSERT_EQ(m.ev_b.size(), 1u);
+  EXPECT_FALSE(m.ev_b[0].ev.has_cma);
+  EXPECT_EQ(m.ev_b[0].ev.private_data, std::vector<uint8_t>(92, 7));
+}
+
 // --- destroy in each state sends what Linux cm_destroy_id sends ---
 
 // The MADs `agent` queued since `before` (an index into n.sent after draining).

@@ -49,9 +49,9 @@ const char* event_name(EventType t) {
 }
 
 const char* rx_result_name(RxResult r) {
-  static constexpr const char* kNames[] = {"handled",     "malformed",   "unknown_id",
-                                           "id_mismatch", "unexpected",  "bad_qpn",
-                                           "bad_cma_hdr", "no_listener", "duplicate"};
+  static constexpr const char* kNames[] = {"handled",    "malformed", "unknown_id",  "id_mismatch",
+                                           "unexpected", "bad_qpn",   "bad_cma_hdr", "no_listener",
+                                           "duplicate",  "stale"};
   static_assert(std::size(kNames) == static_cast<size_t>(RxResult::kCount));
   const auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -117,10 +117,15 @@ CmAgent::Conn& CmAgent::new_conn(CmState state, bool active, bool ud) {
 
 void CmAgent::drop_remote_key(Conn& c) {
   if (!c.has_remote_key) return;
-  if (c.ud)
-    by_sidr_remote_.erase({c.remote_comm_id, c.peer.gid});
-  else
-    by_remote_.erase({c.remote_comm_id, c.remote_guid});
+  auto erase_mine = [&c](auto& map, const auto& key) {
+    if (auto it = map.find(key); it != map.end() && it->second == c.id) map.erase(it);
+  };
+  if (c.ud) {
+    erase_mine(by_sidr_remote_, std::pair{c.remote_comm_id, c.peer.gid});
+  } else {
+    erase_mine(by_remote_, std::pair{c.remote_comm_id, c.remote_guid});
+    erase_mine(by_remote_qpn_, std::pair{c.remote_qpn, c.remote_guid});
+  }
   c.has_remote_key = false;
 }
 

@@ -218,6 +218,7 @@ enum class RxResult : uint8_t {
   kBadCmaHdr,   // REQ/SIDR_REQ private data without a valid CMA header: REJ 28 / SIDR status 2
   kNoListener,  // REQ answered REJ 8, SIDR_REQ answered SIDR_REP status 1
   kDuplicate,   // a retransmission, answered as the state wants (MRA, RTU, DREP, REJ stale) or ignored
+  kStale,       // a REQ from a QP still connected to us under another comm ID: REJ 10, the old one DREQed
   kCount,
 };
 const char* rx_result_name(RxResult r);
@@ -328,6 +329,8 @@ class CmAgent {
   std::unordered_map<uint32_t, CmId> by_comm_id_;
   // Passive connections by (peer's comm ID, peer's CA GUID): duplicate and stale REQ detection.
   std::map<std::pair<uint32_t, uint64_t>, CmId> by_remote_;
+  // Passive connections by (peer's QPN, peer's CA GUID) until they leave timewait: stale REQ detection.
+  std::map<std::pair<uint32_t, uint64_t>, CmId> by_remote_qpn_;
   // Passive SIDR queries by (Request ID, peer GID): duplicates are dropped while the consumer decides.
   std::map<std::pair<uint32_t, Gid>, CmId> by_sidr_remote_;
   std::multimap<uint64_t, Listener> listeners_;  // by service ID

@@ -84,6 +84,17 @@ RxResult CmAgent::rx_req(const Address& from, const MadHeader& h, const Req& m) 
     rh.tid = h.tid;
     send(from, rh, r);
   };
+  // A new comm ID from a QP we are still connected to (Linux cm_match_req, cm_insert_remote_qpn): the peer
+  // lost that connection; the new one is refused as stale and the old one disconnected.
+  if (auto it = by_remote_qpn_.find({m.local_qpn, m.local_ca_guid}); it != by_remote_qpn_.end()) {
+    reject_unmatched(kRejStaleConn);
+    Conn& old = *conns_.at(it->second);
+    if (old.state == CmState::kEstablished) {
+      old.state = CmState::kDreqSent;
+      send_dreq(old, {}, true);
+    }
+    return RxResult::kStale;
+  }
   auto [lo, hi] = listeners_.equal_range(m.service_id);
   if (lo == hi) {
     reject_unmatched(kRejInvalidServiceId);
@@ -108,6 +119,7 @@ RxResult CmAgent::rx_req(const Address& from, const MadHeader& h, const Req& m) 
   c.remote_comm_id = m.local_comm_id;
   c.remote_guid = m.local_ca_guid;
   by_remote_.emplace(std::pair{c.remote_comm_id, c.remote_guid}, c.id);
+  by_remote_qpn_.emplace(std::pair{m.local_qpn, c.remote_guid}, c.id);
   c.has_remote_key = true;
   c.tid = h.tid;
   c.peer = from;
