@@ -230,6 +230,24 @@ TEST(CmState, ListenerOnAnotherAddressIsNoListener) {
   EXPECT_EQ(n.ev_a[0].ev.status, kRejInvalidServiceId);
 }
 
+TEST(CmState, ListenerOnTheRequestsAddressWinsOverAWildcard) {
+  BackToBack n;
+  CmId any, exact, ia;
+  ASSERT_EQ(n.b.listen({kTcp7471, {}, true}, &any), 0);
+  ASSERT_EQ(n.b.listen({kTcp7471, n.gb, true}, &exact), 0);
+  ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
+  n.run_for(2 * kMs);
+  ASSERT_EQ(n.ev_b.size(), 1u);
+  EXPECT_EQ(n.ev_b[0].ev.listen_id, exact);
+  ASSERT_EQ(n.b.destroy(exact), 0);
+  ConnectParams p = n.params(kTcp7471);
+  p.qpn = 0x12;
+  ASSERT_EQ(n.a.connect(p, &ia), 0);
+  n.run_for(2 * kMs);
+  ASSERT_EQ(n.ev_b.size(), 2u);
+  EXPECT_EQ(n.ev_b[1].ev.listen_id, any);
+}
+
 TEST(CmState, ConsumerRejectIs28WithPrivateData) {
   BackToBack n;
   CmId l, ia;
