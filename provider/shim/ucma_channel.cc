@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -154,6 +155,36 @@ int migrate_id(Channel* to, const rdma_ucm_migrate_id& cmd, size_t out_len) {
   return 0;
 }
 
+constexpr const char* kCmdNames[] = {
+    "CREATE_ID",  "DESTROY_ID", "BIND_IP",    "RESOLVE_IP",   "RESOLVE_ROUTE", "QUERY_ROUTE",
+    "CONNECT",    "LISTEN",     "ACCEPT",     "REJECT",       "DISCONNECT",    "INIT_QP_ATTR",
+    "GET_EVENT",  "GET_OPTION", "SET_OPTION", "NOTIFY",       "JOIN_IP_MCAST", "LEAVE_MCAST",
+    "MIGRATE_ID", "QUERY",      "BIND",       "RESOLVE_ADDR", "JOIN_MCAST"};
+
+// UROCE_UCMA_TRACE=1: one stderr line per command and its result (read once).
+bool trace_on() {
+  static std::atomic<int> on{-1};  // no function-local static initialiser: that would need libstdc++
+  int v = on.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("UROCE_UCMA_TRACE");
+    v = e != nullptr && e[0] == '1' ? 1 : 0;
+    on.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+void trace(uint32_t cmd, int fd, int ret) {
+  char line[128];
+  const char* name = cmd < sizeof kCmdNames / sizeof kCmdNames[0] ? kCmdNames[cmd] : "unknown";
+  const int n = std::snprintf(line, sizeof line, "uroce ucma: fd %d %s (%u) -> %s%s\n", fd, name, cmd,
+                              ret == 0 ? "ok" : "-", ret == 0 ? "" : strerrorname_np(-ret));
+  if (n > 0) {
+    auto* fn = next<decltype(write)>(s_write);
+    if (fn != nullptr)
+      (void)!fn(STDERR_FILENO, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
+  }
+}
+
 template <typename T>
 void copy_payload(T* dst, const uint8_t* payload, size_t in_len) {
   std::memset(dst, 0, sizeof *dst);
@@ -191,6 +222,7 @@ ssize_t channel_write(int fd, const void* buf, size_t len) {
   } else {
     ret = handle_command(ch, hdr.cmd, payload, hdr.in, hdr.out);
   }
+  if (trace_on()) trace(hdr.cmd, fd, ret);
   if (ret < 0) {
     errno = -ret;
     return -1;
