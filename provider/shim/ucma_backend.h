@@ -20,12 +20,17 @@
 #pragma once
 
 #include <netinet/in.h>
-#include <rdma/rdma_user_cm.h>
+#include <rdma/ib_user_sa.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* From rdma/rdma_user_cm.h, only by pointer here: that header cannot share a translation unit with
+ * librdmacm's rdma/rdma_cma.h (both declare the port-space and option enums). */
+struct rdma_ucm_conn_param;
+struct rdma_ucm_ece;
 
 /* What the backend learns about an id, a copy made at each call (the id may be destroyed concurrently;
  * refer to it afterwards by `id` only). Addresses are sockaddr_in or sockaddr_in6 in sin6-sized space,
@@ -84,9 +89,10 @@ int uroce_ucma_set_backend(const struct uroce_cm_backend* b);
 typedef int (*uroce_ucma_set_backend_fn)(const struct uroce_cm_backend* b);
 #define UROCE_UCMA_SET_BACKEND_SYMBOL "uroce_ucma_set_backend"
 
-/* Queues `event` (RDMA_CM_EVENT_*) for id on its channel. param (conn or ud, param_len bytes, at most
- * sizeof param) and ece may be NULL. A CONNECT_REQUEST for a child made by uroce_ucma_create_conn_id is
- * queued on the listener's channel and counted by the listener. Returns 0, or -ENOENT when the id is gone. */
+/* Queues `event` (RDMA_CM_EVENT_*) for id on its channel. param (struct rdma_ucm_conn_param or
+ * rdma_ucm_ud_param, param_len bytes, at most 304) and ece may be NULL. A CONNECT_REQUEST for a child made by
+ * uroce_ucma_create_conn_id is queued on the listener's channel and counted by the listener. Returns 0, or
+ * -ENOENT when the id is gone. */
 int uroce_ucma_push_event(uint32_t id, uint32_t event, int32_t status, const void* param, uint32_t param_len,
                           const struct rdma_ucm_ece* ece);
 

@@ -3,6 +3,7 @@
 // write's header checks), ids, binds and ports, address and route resolution to 127.0.0.1, QUERY_ROUTE's
 // device and GIDs, INIT_QP_ATTR, MIGRATE_ID and the stand-in connection backend.
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
@@ -13,6 +14,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "provider/shim/ucma_backend.h"
 
 namespace {
 
@@ -246,6 +249,153 @@ TEST_F(UcmaShim, SetOption) {
   EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_ID, 77, &one, sizeof one), -1);
   EXPECT_EQ(errno, ENOSYS);
   EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// A connection-manager backend registered through the shim's exported functions, the way the IB CM will
+// be: it sees LISTEN/ACCEPT/destroy with the id's addresses, and reports a connection request whose
+// INIT_QP_ATTR answers come from the connection data it set.
+// struct rdma_ucm_conn_param of rdma/rdma_user_cm.h (ucma_abi_layout checks that one's offsets).
+struct ConnParam {
+  uint32_t qp_num;
+  uint32_t qkey;
+  uint8_t private_data[256];
+  uint8_t private_data_len, srq, responder_resources, initiator_depth, flow_control, retry_count,
+      rnr_retry_count, valid;
+};
+static_assert(sizeof(ConnParam) == 272);
+
+struct FakeCm {
+  int listens = 0;
+  uroce_cm_id_info listener{};
+  int backlog = 0;
+  int accepts = 0;
+  bool accept_had_param = false;
+  uint32_t accept_qpn = 0;
+  int destroys = 0;
+  uint32_t last_destroyed = 0;
+};
+FakeCm g_fake;
+
+template <typename Fn>
+Fn* shim_fn(const char* name) {
+  return reinterpret_cast<Fn*>(dlsym(RTLD_DEFAULT, name));
+}
+
+TEST_F(UcmaShim, BackendDrivesAConnectionRequest) {
+  auto* set_backend = shim_fn<decltype(uroce_ucma_set_backend)>(UROCE_UCMA_SET_BACKEND_SYMBOL);
+  auto* push = shim_fn<decltype(uroce_ucma_push_event)>("uroce_ucma_push_event");
+  auto* create_conn = shim_fn<decltype(uroce_ucma_create_conn_id)>("uroce_ucma_create_conn_id");
+  auto* set_conn = shim_fn<decltype(uroce_ucma_set_conn)>("uroce_ucma_set_conn");
+  ASSERT_TRUE(set_backend && push && create_conn && set_conn) << "the shim is not preloaded";
+  g_fake = {};
+  uroce_cm_backend b{};
+  b.listen = [](void*, const uroce_cm_id_info* id, int backlog) {
+    ++g_fake.listens;
+    g_fake.listener = *id;
+    g_fake.backlog = backlog;
+    return 0;
+  };
+  b.connect = [](void*, const uroce_cm_id_info*, const rdma_ucm_conn_param*, const rdma_ucm_ece*) {
+    return -EIO;
+  };
+  b.accept = [](void*, const uroce_cm_id_info*, const rdma_ucm_conn_param* p, const rdma_ucm_ece*) {
+    ++g_fake.accepts;
+    g_fake.accept_had_param = p != nullptr;
+    if (p != nullptr) g_fake.accept_qpn = reinterpret_cast<const ConnParam*>(p)->qp_num;
+    return 0;
+  };
+  b.reject = [](void*, const uroce_cm_id_info*, uint8_t, const uint8_t*, uint8_t) { return 0; };
+  b.disconnect = [](void*, const uroce_cm_id_info*) { return 0; };
+  b.destroy = [](void*, uint32_t id) {
+    ++g_fake.destroys;
+    g_fake.last_destroyed = id;
+  };
+  ASSERT_EQ(set_backend(&b), 0);
+
+  rdma_cm_id* listen_id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &listen_id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in addr = loopback(kPort + 1);
+  ASSERT_EQ(rdma_bind_addr(listen_id, sa(addr)), 0);
+  ASSERT_EQ(rdma_listen(listen_id, 4), 0);
+  ASSERT_EQ(g_fake.listens, 1);
+  EXPECT_EQ(g_fake.backlog, 4);
+  EXPECT_NE(g_fake.listener.node_guid, 0u);
+  EXPECT_EQ(reinterpret_cast<const sockaddr_in&>(g_fake.listener.src).sin_port, htons(kPort + 1));
+  ibv_gid gid0{};
+  ASSERT_EQ(ibv_query_gid(listen_id->verbs, 1, 0, &gid0), 0);
+
+  // What the CM does on a REQ: a child id with the request's addresses, its connection data, the event.
+  uroce_cm_id_info req = g_fake.listener;
+  sockaddr_in peer = loopback(5555);
+  std::memcpy(&req.dst, &peer, sizeof peer);
+  std::memcpy(req.dgid, gid0.raw, 16);
+  req.path.hop_limit = 64;
+  uint32_t child = 0;
+  ASSERT_EQ(create_conn(g_fake.listener.id, &req, &child), 0);
+  const uroce_cm_conn conn{0x99, 0x111, 0x222, 3, 2, 3, 7, 7, 19, 0, 0};
+  ASSERT_EQ(set_conn(child, &conn), 0);
+  ConnParam p{};
+  p.qp_num = 0x99;
+  std::memcpy(p.private_data, "hello", 6);
+  p.private_data_len = 56;
+  p.responder_resources = 3;
+  p.initiator_depth = 2;
+  ASSERT_EQ(push(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &p, sizeof p, nullptr), 0);
+
+  rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_CONNECT_REQUEST);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->listen_id, listen_id);
+  rdma_cm_id* conn_id = ev->id;
+  ASSERT_NE(conn_id, listen_id);
+  EXPECT_NE(conn_id->verbs, nullptr);
+  EXPECT_EQ(ev->param.conn.private_data_len, 56);
+  EXPECT_STREQ(static_cast<const char*>(ev->param.conn.private_data), "hello");
+  EXPECT_EQ(ev->param.conn.qp_num, 0x99u);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+
+  ibv_qp_attr attr{};
+  int mask = 0;
+  attr.qp_state = IBV_QPS_RTR;
+  ASSERT_EQ(rdma_init_qp_attr(conn_id, &attr, &mask), 0) << std::strerror(errno);
+  EXPECT_EQ(mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN),
+            IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+  EXPECT_EQ(attr.dest_qp_num, 0x99u);
+  EXPECT_EQ(attr.rq_psn, 0x111u);
+  EXPECT_EQ(attr.path_mtu, IBV_MTU_1024);
+  EXPECT_EQ(attr.max_dest_rd_atomic, 2);
+  EXPECT_EQ(attr.ah_attr.is_global, 1);
+  EXPECT_EQ(attr.ah_attr.grh.hop_limit, 64);
+  EXPECT_EQ(std::memcmp(attr.ah_attr.grh.dgid.raw, gid0.raw, 16), 0);
+  attr = {};
+  attr.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(rdma_init_qp_attr(conn_id, &attr, &mask), 0);
+  EXPECT_EQ(attr.sq_psn, 0x222u);
+  EXPECT_EQ(attr.timeout, 19);
+  EXPECT_EQ(attr.max_rd_atomic, 3);
+
+  rdma_conn_param accept{};
+  accept.qp_num = 0x77;
+  accept.responder_resources = 1;
+  accept.initiator_depth = 1;
+  ASSERT_EQ(rdma_accept(conn_id, &accept), 0) << std::strerror(errno);
+  EXPECT_EQ(g_fake.accepts, 1);
+  EXPECT_TRUE(g_fake.accept_had_param);
+  EXPECT_EQ(g_fake.accept_qpn, 0x77u);
+  // An accepted id's events reach the application (RTU -> ESTABLISHED).
+  ASSERT_EQ(push(child, RDMA_CM_EVENT_ESTABLISHED, 0, nullptr, 0, nullptr), 0);
+  ev = expect_event(ch_, RDMA_CM_EVENT_ESTABLISHED);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->id, conn_id);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+
+  EXPECT_EQ(rdma_destroy_id(conn_id), 0);
+  EXPECT_EQ(g_fake.destroys, 1);
+  EXPECT_EQ(g_fake.last_destroyed, child);
+  EXPECT_EQ(push(child, RDMA_CM_EVENT_DISCONNECTED, 0, nullptr, 0, nullptr), -ENOENT);
+  EXPECT_EQ(rdma_destroy_id(listen_id), 0);
+  EXPECT_EQ(g_fake.destroys, 2);
+  EXPECT_EQ(g_fake.last_destroyed, g_fake.listener.id);
+  EXPECT_EQ(set_backend(nullptr), 0);
 }
 
 }  // namespace
