@@ -95,9 +95,9 @@ constexpr uint32_t kNoId = UINT32_MAX;
 struct Channel {
   Channel* next;  // in the list of live channels
   int fd;         // the application's fd (an eventfd): readable iff the queue is non-empty
-  int wait_fd;    // a dup of it that GET_EVENT waits on, so close(fd) never pulls it from under a waiter
-  int waiters;    // threads in GET_EVENT; the last one frees a closed channel
-  bool closed;
+  int users;      // threads inside a command on it (GET_EVENT waiters included)
+  bool closed;    // no longer in the list; freed by the last user
+  bool fd_owned;  // whether freeing it closes fd (not when dup2 replaced the fd)
   Event* head;
   Event* tail;
 };

@@ -61,12 +61,12 @@ int real_close(int fd) {
 void eventfd_signal(Channel* ch) {
   const uint64_t one = 1;
   auto* fn = next<decltype(write)>(s_write);
-  if (fn != nullptr) (void)!fn(ch->wait_fd, &one, sizeof one);
+  if (fn != nullptr) (void)!fn(ch->fd, &one, sizeof one);
 }
 
 void eventfd_drain(Channel* ch) {
   uint64_t v;
-  (void)!read(ch->wait_fd, &v, sizeof v);  // only called while the counter is non-zero: never blocks
+  (void)!read(ch->fd, &v, sizeof v);  // only called while the counter is non-zero: never blocks
 }
 
 void free_channel(Channel* ch) {
@@ -74,8 +74,26 @@ void free_channel(Channel* ch) {
     ch->head = ev->next;
     std::free(ev);
   }
-  real_close(ch->wait_fd);
+  if (ch->fd_owned) real_close(ch->fd);
   std::free(ch);
+}
+
+// The channel of fd with one more user (nullptr if fd is not a live channel); release() ends the use.
+// A closed channel lives, fd open, until its last user leaves: as the kernel's file stays while a
+// syscall holds it, a thread blocked in GET_EVENT keeps waiting on it.
+Channel* acquire(int fd) {
+  lock();
+  Channel* ch = channel_of_fd(fd);
+  if (ch != nullptr) ++ch->users;
+  unlock();
+  return ch;
+}
+
+void release(Channel* ch) {
+  lock();
+  const bool last = --ch->users == 0 && ch->closed;
+  unlock();
+  if (last) free_channel(ch);
 }
 
 // GET_EVENT: the oldest event, blocking in poll() (without the lock) while there is none.
@@ -100,20 +118,18 @@ int get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out_len) {
       std::free(ev);
       return 0;
     }
-    const int fl = fcntl(ch->wait_fd, F_GETFL);  // same open file description as the application's fd
+    const int fl = fcntl(ch->fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK) != 0) {
       unlock();
       return -EAGAIN;
     }
-    ++ch->waiters;
     unlock();
-    pollfd p{ch->wait_fd, POLLIN, 0};
+    pollfd p{ch->fd, POLLIN, 0};
     // A signal restarts the wait (as the kernel's ERESTARTSYS does under SA_RESTART). A closed channel
     // never becomes readable: its waiters block until the process exits, as on the kernel's file.
     while (poll(&p, 1, -1) < 0 && errno == EINTR) {
     }
     lock();
-    --ch->waiters;
   }
 }
 
@@ -202,9 +218,7 @@ ssize_t channel_write(int fd, const void* buf, size_t len) {
     errno = EINVAL;
     return -1;
   }
-  lock();
-  Channel* ch = channel_of_fd(fd);
-  unlock();
+  Channel* ch = acquire(fd);
   if (ch == nullptr) {
     errno = EBADF;
     return -1;
@@ -222,6 +236,7 @@ ssize_t channel_write(int fd, const void* buf, size_t len) {
   } else {
     ret = handle_command(ch, hdr.cmd, payload, hdr.in, hdr.out);
   }
+  release(ch);
   if (trace_on()) trace(hdr.cmd, fd, ret);
   if (ret < 0) {
     errno = -ret;
@@ -231,30 +246,26 @@ ssize_t channel_write(int fd, const void* buf, size_t len) {
 }
 
 // The channel of fd ends (its fd is closed, or dup2 replaces it): as the kernel's ucma_close, every id
-// of it goes and the backend is told. `close_fd` closes fd itself once the ids are gone.
-int channel_close(int fd, bool close_fd) {
+// of it goes and the backend is told. close_fd: close() (the fd closes with the channel's last user);
+// otherwise dup2 is about to replace the fd and the channel must leave it alone. False when fd is not
+// a live channel.
+bool channel_close(int fd, bool close_fd) {
+  Channel* ch = acquire(fd);
+  if (ch == nullptr) return false;
   lock();
-  Channel* ch = channel_of_fd(fd);
-  if (ch != nullptr) {
-    set_fd_bit(fd, false);
-    for (Channel** link = &g_channels; *link != nullptr; link = &(*link)->next) {
-      if (*link == ch) {
-        *link = ch->next;
-        break;
-      }
+  set_fd_bit(fd, false);
+  for (Channel** link = &g_channels; *link != nullptr; link = &(*link)->next) {
+    if (*link == ch) {
+      *link = ch->next;
+      break;
     }
-    ch->closed = true;
   }
+  ch->closed = true;
+  ch->fd_owned = close_fd;
   unlock();
-  if (ch != nullptr) destroy_ids_of(ch);
-  const int ret = close_fd ? real_close(fd) : 0;
-  if (ch != nullptr) {
-    lock();
-    const bool unused = ch->waiters == 0;
-    unlock();
-    if (unused) free_channel(ch);
-  }
-  return ret;
+  destroy_ids_of(ch);
+  release(ch);
+  return true;
 }
 
 }  // namespace
@@ -310,11 +321,9 @@ bool open_cdev(const char* path, int flags, int* result) {
     *result = -1;
     return true;
   }
-  const int wait_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   auto* ch = static_cast<Channel*>(std::calloc(1, sizeof(Channel)));
-  if (fd >= kMaxFd || wait_fd < 0 || ch == nullptr) {
-    const int err = fd >= kMaxFd ? EMFILE : (ch == nullptr ? ENOMEM : errno);
-    if (wait_fd >= 0) real_close(wait_fd);
+  if (fd >= kMaxFd || ch == nullptr) {
+    const int err = fd >= kMaxFd ? EMFILE : ENOMEM;
     real_close(fd);
     std::free(ch);
     errno = err;
@@ -322,7 +331,7 @@ bool open_cdev(const char* path, int flags, int* result) {
     return true;
   }
   ch->fd = fd;
-  ch->wait_fd = wait_fd;
+  ch->fd_owned = true;
   lock();
   ch->next = g_channels;
   g_channels = ch;
@@ -352,7 +361,7 @@ UROCE_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
 }
 
 UROCE_EXPORT int close(int fd) {
-  if (u::is_channel_fd(fd)) return u::channel_close(fd, true);
+  if (u::is_channel_fd(fd) && u::channel_close(fd, true)) return 0;
   auto* real = next<decltype(close)>(u::s_close);
   if (real == nullptr) {
     errno = ENOSYS;

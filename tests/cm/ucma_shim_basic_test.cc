@@ -12,8 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "provider/shim/ucma_backend.h"
 
@@ -235,6 +238,40 @@ TEST_F(UcmaShim, MigrateMovesTheIdAndItsEvents) {
   // The id counted one reported event; destroy waits for its ack and then returns.
   EXPECT_EQ(rdma_destroy_id(id), 0);
   rdma_destroy_event_channel(other);
+}
+
+// rping's shape: a CM thread blocks in rdma_get_cm_event while the main thread destroys the ids and the
+// channel. Neither may wait for the blocked thread (which, as on the kernel's file, keeps waiting).
+TEST_F(UcmaShim, DestroyWhileAnotherThreadWaitsForAnEvent) {
+  rdma_event_channel* other = rdma_create_event_channel();
+  ASSERT_NE(other, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(other, &id, nullptr, RDMA_PS_TCP), 0);
+  static std::atomic<pid_t> tid{0};
+  const int fd = other->fd;
+  std::thread waiter([fd] {
+    tid = gettid();
+    rdma_event_channel ch{fd};  // its own copy: the application's struct is freed below
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(&ch, &ev) == 0) rdma_ack_cm_event(ev);
+  });
+  // Wait (bounded) until the waiter sits in poll(2), syscall 7 on x86-64: blocked inside GET_EVENT.
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; ++i) {
+    if (tid != 0) {
+      char path[64], buf[32] = {};
+      std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid.load()));
+      if (FILE* f = std::fopen(path, "r")) {
+        blocked = std::fgets(buf, sizeof buf, f) != nullptr && std::strncmp(buf, "7 ", 2) == 0;
+        std::fclose(f);
+      }
+    }
+    if (!blocked) usleep(10000);
+  }
+  ASSERT_TRUE(blocked) << "the waiter never blocked in GET_EVENT";
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(other);  // returns although the waiter may be blocked in GET_EVENT
+  waiter.detach();
 }
 
 TEST_F(UcmaShim, SetOption) {
