@@ -14,6 +14,8 @@ packages=(
   python3 python3-scapy gnuplot-nox procps
   # real clients the tests run over uroce
   ucx-utils openmpi-bin libopenmpi-dev
+  # RDMA CM: librdmacm headers for the ucma tests, rping/udaddy/ucmatose
+  librdmacm-dev rdmacm-utils
 )
 
 missing=()

@@ -20,6 +20,7 @@
 
 #include "provider/shim/next.h"
 #include "provider/shim/sysfs_env.h"
+#include "provider/shim/ucma.h"
 
 namespace uroce::shim {
 namespace {
@@ -127,6 +128,10 @@ char* __realpath_chk(const char* path, char* resolved, size_t resolved_len);
     va_end(ap);                \
   }
 
+// The RDMA CM device is the shim's own (ucma_channel.cc): open() of it returns an event channel.
+#define UROCE_UCMA_OPEN(flags) \
+  if (int fd = -1; uroce::shim::ucma::open_cdev(path, flags, &fd)) return fd
+
 // Body of an interposer: redirects `path` into r, then calls the next definition of `fn` with the
 // arguments given (which use r.path()); `err` is the failure value.
 #define UROCE_FORWARD(sym, fn, err, ...) \
@@ -143,30 +148,38 @@ extern "C" {
 
 UROCE_EXPORT int open(const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_open, open, -1, r.path(), flags, mode);
 }
 UROCE_EXPORT int open64(const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_open64, open64, -1, r.path(), flags, mode);
 }
 UROCE_EXPORT int __open_2(const char* path, int flags) {
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_open_2, __open_2, -1, r.path(), flags);
 }
 UROCE_EXPORT int __open64_2(const char* path, int flags) {
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_open64_2, __open64_2, -1, r.path(), flags);
 }
 UROCE_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_openat, openat, -1, dirfd, r.path(), flags, mode);
 }
 UROCE_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_openat64, openat64, -1, dirfd, r.path(), flags, mode);
 }
 UROCE_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_openat_2, __openat_2, -1, dirfd, r.path(), flags);
 }
 UROCE_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
+  UROCE_UCMA_OPEN(flags);
   UROCE_FORWARD(s::s_openat64_2, __openat64_2, -1, dirfd, r.path(), flags);
 }
 UROCE_EXPORT FILE* fopen(const char* path, const char* mode) {

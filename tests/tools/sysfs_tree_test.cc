@@ -31,6 +31,7 @@ TEST(SysfsTree, UverbsDirectoryPointsAtTheDeviceNode) {
   EXPECT_EQ(m["class/infiniband_verbs/uroce_verbs2/ibdev"], "uroce2\n");
   EXPECT_EQ(m["class/infiniband_verbs/uroce_verbs2/dev"], "1:7\n");
   EXPECT_EQ(m["class/infiniband_verbs/uroce_verbs2/abi_version"], "1\n");
+  EXPECT_EQ(m["class/misc/rdma_cm/abi_version"], "4\n");
 }
 
 TEST(SysfsTree, DeviceAndPortAttributes) {

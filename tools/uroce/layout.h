@@ -31,6 +31,9 @@ constexpr unsigned kGidTableLen = params::kGidTableLen;
 constexpr unsigned kPkeyTableLen = 128;
 constexpr std::string_view kUverbsAbi = "6";  // class/infiniband_verbs/abi_version (libibverbs accepts 3..6)
 constexpr std::string_view kDeviceAbi = "1";  // per-device abi_version the provider's match range must cover
+// class/misc/rdma_cm/abi_version: the ucma ABI the shim serves (librdmacm accepts 3..4; without the file
+// it assumes 4).
+constexpr std::string_view kRdmaCmAbi = "4";
 
 // libibverbs keeps ibdev_path ("$SYSFS_PATH/class/infiniband/<name>") in a 256-byte buffer and skips a
 // device whose path does not fit.

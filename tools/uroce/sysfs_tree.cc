@@ -87,6 +87,7 @@ std::vector<TreeFile> sysfs_files(const DeviceSpec& spec) {
       {uverbs + "ibdev", line(spec.name)},
       {uverbs + "dev", line(std::to_string(kDevMajor) + ":" + std::to_string(kDevMinor))},
       {uverbs + "abi_version", line(kDeviceAbi)},
+      {"class/misc/rdma_cm/abi_version", line(kRdmaCmAbi)},
       {dev + "node_type", line("1: CA")},
       {dev + "node_guid", line(guid)},
       {dev + "sys_image_guid", line(guid)},

@@ -3,6 +3,7 @@
 // Layout under the root (the directory that contains class/), N = device index:
 //   class/infiniband_verbs/abi_version                    "6"
 //   class/infiniband_verbs/uroce_verbsN/{ibdev,dev,abi_version}
+//   class/misc/rdma_cm/abi_version                        "4" (the ucma ABI of provider/shim/ucma*.cc)
 //   class/infiniband/<name>/{node_type,node_guid,sys_image_guid,fw_ver,hca_type,hw_rev,board_id,node_desc}
 //   class/infiniband/<name>/ports/1/{state,phys_state,link_layer,rate,lid,sm_lid,lid_mask_count,sm_sl,cap_mask}
 //   class/infiniband/<name>/ports/1/gids/0..K-1, gid_attrs/types/0..K-1, gid_attrs/ndevs/0..K-1
