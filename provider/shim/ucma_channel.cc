@@ -110,7 +110,12 @@ int get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out_len) {
       }
       if (Id* owner = find_id(ev->owner)) ++owner->events_reported;
       if (ev->resp.event == kEvConnectRequest) {
-        if (Id* child = find_id(ev->resp.id)) child->listener = kNoId;  // now the application's
+        // The new id is the application's from now on, on the channel that reported it (the kernel
+        // creates it here, on the reading file: the listener may have migrated since the request came).
+        if (Id* child = find_id(ev->resp.id)) {
+          child->listener = kNoId;
+          child->channel = ch;
+        }
       }
       unlock();
       const size_t n = out_len < sizeof ev->resp ? out_len : sizeof ev->resp;
