@@ -273,6 +273,13 @@ bool channel_close(int fd, bool close_fd) {
   return true;
 }
 
+// fork() while another thread holds the lock would leave it locked forever in the child (whose close()
+// of a channel fd, say before exec, takes it): hold it across fork. Nothing blocks while holding it.
+__attribute__((constructor)) void install_fork_handlers() {
+  pthread_atfork([] { pthread_mutex_lock(&g_mu); }, [] { pthread_mutex_unlock(&g_mu); },
+                 [] { pthread_mutex_unlock(&g_mu); });
+}
+
 }  // namespace
 
 void lock() { pthread_mutex_lock(&g_mu); }
