@@ -207,6 +207,24 @@ TEST_F(UcmaShim, ResolveAddrAndRouteToLoopback) {
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
+// The wildcard destination is this host: the source becomes its loopback address (cma_resolve_loopback).
+TEST_F(UcmaShim, WildcardDestinationResolvesToLoopback) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst = loopback(kPort);
+  dst.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(dst), 2000), 0) << std::strerror(errno);
+  rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_ADDR_RESOLVED);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  const auto* src = reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
+  EXPECT_EQ(src->sin_family, AF_INET);
+  EXPECT_EQ(src->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+  EXPECT_NE(src->sin_port, 0);
+  EXPECT_NE(id->verbs, nullptr);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
 TEST_F(UcmaShim, RemoteDestinationIsAddrError) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_TCP), 0);
