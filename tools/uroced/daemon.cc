@@ -27,8 +27,8 @@
 #include "pmd_glue/dpdk_eal.h"
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
+#include "runtime/yield_backoff.h"
 #include "tools/uroced/client.h"
-#include "transport/yield_backoff.h"
 
 namespace uroce::uroced {
 
@@ -217,7 +217,7 @@ int Daemon::run() {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
 
   uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
-  YieldBackoff backoff;
+  runtime::YieldBackoff backoff;
   while (!stop_ && !g_signalled) {
     const uint64_t now = now_ns();
     const bool work = sw_.poll(now) != 0;
