@@ -1,4 +1,5 @@
 #include "transport/device.h"
+#include "transport/wire/address.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,7 +10,7 @@
 
 namespace uroce {
 
-wire::MacAddr mac_for_gid(const Gid& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
+wire::MacAddr mac_for_gid(const Gid& gid) { return wire::mac_for_gid(gid); }
 
 namespace {
 
