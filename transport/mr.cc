@@ -163,8 +163,6 @@ bool MrTable::bind(const MwBind& b, const Qp* qp, const Pd* qp_pd) {
   if (bind_static_check(b, qp_pd) != 0) return false;
   Mw* mw = mw_slot(b.mw_rkey);
   if (mw->type == MwType::k2 && mw->mr) return false;  // o10-37.2.30: a type 2 window binds only when free
-  // Type 1: the request names the window by the key it has now (a stale handle is refused).
-  if (mw->type == MwType::k1 && mw->rkey != b.mw_rkey) return false;
   unbind(mw);
   const uint32_t idx = (mw->rkey ^ mask_) >> 8;
   mw->rkey = (mw->rkey & ~0xFFu) | (b.new_rkey & 0xFFu);  // the consumer's key byte (ibv_inc_rkey)

@@ -161,7 +161,7 @@ struct AddressVector {
 // A bind request as the send queue carries it (IBV_WR_BIND_MW, ibv_bind_mw). The window and the MR are named
 // by key, not pointer, and looked up again when the bind executes: either may be gone by then.
 struct MwBind {
-  uint32_t mw_rkey = 0;   // the window (its slot; the key byte is the one it has now)
+  uint32_t mw_rkey = 0;   // any key the window has had: it names the window's slot, the key byte is ignored
   uint32_t new_rkey = 0;  // its low 8 bits become the window's key byte
   uint32_t mr_lkey = 0;   // the MR the window lies in (unused when length is 0)
   uint64_t addr = 0;
