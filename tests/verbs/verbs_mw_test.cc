@@ -131,6 +131,24 @@ TEST(VerbsMw, Type2WindowBoundByAWorkRequestTakesWritesWithinItOnly) {
   EXPECT_EQ(p.write(rkey, 0x12), IBV_WC_WR_FLUSH_ERR) << "the QP is in ERR after the access error";
 }
 
+TEST(VerbsMw, AReadOnlyWindowServesReadsAndRefusesWrites) {
+  MwPair p;
+  if (testing::Test::HasFatalFailure()) return;
+  ibv_mw* mw = p.alloc(IBV_MW_TYPE_1);
+  ASSERT_NE(mw, nullptr);
+  ASSERT_EQ(p.bind1(mw, p.info(kWinLen, IBV_ACCESS_REMOTE_READ)), 0);
+  std::memset(p.b.buf.data() + kWinOff, 0x77, kWinLen);
+  ibv_sge s{reinterpret_cast<uint64_t>(p.a.buf.data()), kWinLen, p.a.mr->lkey};
+  ASSERT_EQ(post_send(p.a.qp, IBV_WR_RDMA_READ, &s, 1, p.win(), mw->rkey), 0);
+  const std::vector<ibv_wc> wc = poll_n(p.a.cq, 1);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(p.a.buf[0], 0x77);
+  EXPECT_EQ(p.a.buf[kWinLen - 1], 0x77);
+  EXPECT_EQ(p.write(mw->rkey, 0x78), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_TRUE(p.landed(0x77)) << "the window grants no remote write";
+}
+
 TEST(VerbsMw, LocalInvalidateEndsAType2Window) {
   MwPair p;
   if (testing::Test::HasFatalFailure()) return;
