@@ -291,6 +291,12 @@ void Qp::complete_send(SendWqe& w, WcStatus status) {
       wc.opcode = WcOpcode::kFetchAdd;
       wc.byte_len = 8;
       break;
+    case WrOpcode::kBindMw:
+      wc.opcode = WcOpcode::kBindMw;
+      break;
+    case WrOpcode::kLocalInv:
+      wc.opcode = WcOpcode::kLocalInv;
+      break;
     default:
       wc.opcode = WcOpcode::kSend;
   }
