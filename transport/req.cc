@@ -7,41 +7,13 @@
 #include "transport/device.h"
 #include "transport/params.h"
 #include "transport/psn.h"
+#include "transport/wr_opcode.h"
 
 namespace uroce {
 
 namespace {
 
 using namespace wire;
-
-bool is_rd_atomic(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
-}
-bool is_atomic(WrOpcode op) { return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd; }
-bool has_imm(WrOpcode op) { return op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm; }
-bool is_write(WrOpcode op) { return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm; }
-// Memory-window operations the send queue executes itself, in order, without a packet.
-bool is_local_op(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv; }
-
-bool opcode_allowed(QpType t, WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return true;
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return t != QpType::kUd;
-    case WrOpcode::kRdmaRead:
-    case WrOpcode::kAtomicCmpAndSwp:
-    case WrOpcode::kAtomicFetchAndAdd:
-    case WrOpcode::kSendWithInv:  // IBA table 39: only RC has the SEND with Invalidate opcodes
-      return t == QpType::kRc;
-    case WrOpcode::kLocalInv:
-    case WrOpcode::kBindMw:
-      return t != QpType::kUd;  // windows are for connected QPs (IBA 10.6.7)
-  }
-  return false;
-}
 
 // The wire opcode of packet k of n of a SEND or WRITE (IBA table 39: RC and UC share the layout).
 uint8_t data_opcode(QpType t, WrOpcode op, uint32_t k, uint32_t n) {
@@ -66,7 +38,7 @@ int Qp::post_send(const SendWr& wr) {
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) return EINVAL;
   if (post_idx_ - comp_idx_ >= attr_.cap.max_send_wr) return ENOMEM;
-  if (wr.num_sge > attr_.cap.max_send_sge || !opcode_allowed(type(), wr.opcode)) return EINVAL;
+  if (wr.num_sge > attr_.cap.max_send_sge || !wr_op_allowed(type(), wr.opcode)) return EINVAL;
   uint64_t len = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) len += wr.sg_list[i].length;
   if (len > params::kMaxMsgSize) return EINVAL;

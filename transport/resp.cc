@@ -12,13 +12,9 @@
 
 namespace uroce {
 
-uint8_t credit_code(uint64_t available);
-
 namespace {
 
 using namespace wire;
-
-enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3 };
 
 }  // namespace
 
@@ -465,7 +461,7 @@ void Qp::resp_queue_ack(uint32_t psn) {
 uint8_t Qp::resp_credit_code() const {
   if (init_.srq) return 31;  // an SRQ is shared among QPs: advertise no per-QP limit
   const uint32_t avail = rq_->count();
-  return credit_code(avail);
+  return aeth_credit_code(avail);
 }
 
 uint32_t Qp::resp_transmit(uint32_t budget) {
