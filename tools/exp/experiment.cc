@@ -151,9 +151,7 @@ uint32_t Experiment::add_host(const HostConfig& cfg) {
   h->port->set_rx_tap([this, raw](const PktBuf& b, uint64_t) {
     const sim::FrameClass c = sim::classify(b.data, b.len, 0);
     if (!c.roce_request) return;
-    const uint16_t l4 = static_cast<uint16_t>(c.l3_offset + (c.ipv4 ? (b.data[c.l3_offset] & 0xF) * 4 : 40));
-    const uint8_t* bth = b.data + l4 + 8;
-    const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
+    const uint32_t dqpn = wire::bth_dqpn(*reinterpret_cast<const wire::Bth*>(b.data + c.bth_offset));
     for (const auto& [qpn, fi] : raw->rx_flows)
       if (qpn == dqpn) flows_[fi]->rx_bytes += b.len;
   });

@@ -5,35 +5,32 @@
 #include "transport/sim/sim_switch.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
+#include "transport/wire/opcode.h"
 
 namespace uroce::sim {
 namespace {
 
-uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-void wr16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-uint64_t rd64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
-  return v;
-}
+using wire::be16;
 
 constexpr uint64_t kPfcDstMac = 0x0180C2000001ULL;
-constexpr uint16_t kEthLen = 14;
-constexpr uint16_t kVlanLen = 4;
-constexpr uint16_t kIpv4MinLen = 20;
-constexpr uint16_t kIpv6Len = 40;
-constexpr uint16_t kUdpLen = 8;
 
-// IBA opcodes: the top 3 bits are the transport (0 RC, 1 UC, 3 UD, 4 CNP), the low 5 the operation. RC
-// 0x0D..0x12 are responses (READ response, ACK, ATOMIC ACK); everything else of RC/UC/UD is a request.
-bool request_opcode(uint8_t op) {
-  const uint8_t transport = op >> 5, low = op & 0x1F;
-  if (transport != 0 && transport != 1 && transport != 3) return false;
-  return low < 0x0D || low > 0x12;
+// The ether type after the Ethernet header and at most one 802.1Q tag; *off is where the next header starts.
+// 0 when the frame is too short for what it names.
+uint16_t ether_type(const uint8_t* f, uint32_t len, uint32_t* off, const wire::VlanTag** tag) {
+  *tag = nullptr;
+  if (len < sizeof(wire::EthHdr)) return 0;
+  uint16_t type = reinterpret_cast<const wire::EthHdr*>(f)->ether_type.get();
+  *off = sizeof(wire::EthHdr);
+  if (type == wire::kEtherTypeVlan) {
+    if (len < sizeof(wire::EthHdr) + sizeof(wire::VlanTag)) return 0;
+    *tag = reinterpret_cast<const wire::VlanTag*>(f + *off);
+    type = (*tag)->ether_type.get();
+    *off += sizeof(wire::VlanTag);
+  }
+  return type;
 }
+
+uint64_t load64(const uint8_t* p) { return reinterpret_cast<const wire::BeUint<8>*>(p)->get(); }
 
 }  // namespace
 
@@ -58,42 +55,44 @@ double red_mark_probability(const EcnConfig& ecn, uint64_t q) {
 
 FrameClass classify(const uint8_t* f, uint16_t len, uint64_t salt) {
   FrameClass c;
-  if (len < kEthLen) return c;
-  uint16_t type = rd16(f + 12);
-  uint16_t off = kEthLen;
-  bool tagged = false;
-  if (type == wire::kEtherTypeVlan && len >= kEthLen + kVlanLen) {
-    c.prio = f[14] >> 5;
-    tagged = true;
-    type = rd16(f + 16);
-    off += kVlanLen;
-  }
+  uint32_t off = 0;
+  const wire::VlanTag* tag = nullptr;
+  const uint16_t type = ether_type(f, len, &off, &tag);
+  if (tag) c.prio = static_cast<uint8_t>(tag->tci.get() >> 13);
   const uint8_t* ip = f + off;
   uint64_t h = salt;
-  uint16_t l4 = 0;
-  if (type == wire::kEtherTypeIpv4 && len >= off + kIpv4MinLen && (ip[0] >> 4) == 4) {
+  uint32_t l4 = 0;
+  if (type == wire::kEtherTypeIpv4 && len >= off + sizeof(wire::Ipv4Hdr) &&
+      wire::ipv4_version(*reinterpret_cast<const wire::Ipv4Hdr*>(ip)) == 4) {
+    const auto& v4 = *reinterpret_cast<const wire::Ipv4Hdr*>(ip);
     c.ip = c.ipv4 = true;
-    c.ecn = ip[1] & 3;
-    if (!tagged) c.prio = static_cast<uint8_t>(ip[1] >> 5);  // DSCP >> 3
-    h = splitmix64(h ^ (uint64_t{rd16(ip + 12)} << 48 | uint64_t{rd16(ip + 14)} << 32 |
-                        uint64_t{rd16(ip + 16)} << 16 | rd16(ip + 18)));
-    if (ip[9] == wire::kIpProtoUdp) l4 = static_cast<uint16_t>(off + (ip[0] & 0xF) * 4);
-  } else if (type == wire::kEtherTypeIpv6 && len >= off + kIpv6Len && (ip[0] >> 4) == 6) {
+    c.ecn = v4.tos & 3;
+    if (!tag) c.prio = static_cast<uint8_t>(v4.tos >> 5);  // DSCP >> 3
+    h = splitmix64(h ^ (uint64_t{v4.src.get()} << 32 | v4.dst.get()));
+    if (v4.proto == wire::kIpProtoUdp) l4 = off + wire::ipv4_ihl_bytes(v4);
+  } else if (type == wire::kEtherTypeIpv6 && len >= off + sizeof(wire::Ipv6Hdr) &&
+             wire::ipv6_version(*reinterpret_cast<const wire::Ipv6Hdr*>(ip)) == 6) {
+    const auto& v6 = *reinterpret_cast<const wire::Ipv6Hdr*>(ip);
     c.ip = true;
-    const uint8_t tc = static_cast<uint8_t>((ip[0] & 0xF) << 4 | ip[1] >> 4);
+    const uint8_t tc = wire::ipv6_tclass(v6);
     c.ecn = tc & 3;
-    if (!tagged) c.prio = static_cast<uint8_t>(tc >> 5);
-    for (int i = 8; i < 40; i += 8) h = splitmix64(h ^ rd64(ip + i));
-    if (ip[6] == wire::kIpProtoUdp) l4 = static_cast<uint16_t>(off + kIpv6Len);
+    if (!tag) c.prio = static_cast<uint8_t>(tc >> 5);
+    for (int i = 0; i < 16; i += 8) h = splitmix64(h ^ load64(v6.src + i));
+    for (int i = 0; i < 16; i += 8) h = splitmix64(h ^ load64(v6.dst + i));
+    if (v6.next_hdr == wire::kIpProtoUdp) l4 = off + sizeof(wire::Ipv6Hdr);
   } else {
     return c;
   }
-  c.l3_offset = off;
-  if (l4 != 0 && len >= l4 + kUdpLen) {
-    const uint16_t sport = rd16(f + l4), dport = rd16(f + l4 + 2);
-    h = splitmix64(h ^ (uint64_t{sport} << 16 | dport));
-    c.roce = dport == wire::kRoceV2Port;
-    if (c.roce && len > l4 + kUdpLen) c.roce_request = request_opcode(f[l4 + kUdpLen]);
+  c.l3_offset = static_cast<uint16_t>(off);
+  if (l4 != 0 && len >= l4 + sizeof(wire::UdpHdr)) {
+    const auto& udp = *reinterpret_cast<const wire::UdpHdr*>(f + l4);
+    h = splitmix64(h ^ (uint64_t{udp.sport.get()} << 16 | udp.dport.get()));
+    c.roce = udp.dport.get() == wire::kRoceV2Port;
+    const uint32_t bth = l4 + sizeof(wire::UdpHdr);
+    if (c.roce && len >= bth + sizeof(wire::Bth)) {
+      c.bth_offset = static_cast<uint16_t>(bth);
+      c.roce_request = wire::op_info(f[bth]).mask & wire::kIsRequest;
+    }
   }
   c.flow_hash = h;
   return c;
@@ -128,14 +127,9 @@ EcnResult mark_ce_ip(uint8_t* ip, size_t avail) {
 }
 
 EcnResult mark_ce_frame(uint8_t* f, uint32_t len) {
-  if (len < kEthLen) return EcnResult::kNotIp;
-  uint32_t off = kEthLen;
-  uint16_t type = rd16(f + 12);
-  if (type == wire::kEtherTypeVlan) {
-    if (len < kEthLen + kVlanLen) return EcnResult::kNotIp;
-    type = rd16(f + 16);
-    off += kVlanLen;
-  }
+  uint32_t off = 0;
+  const wire::VlanTag* tag = nullptr;
+  const uint16_t type = ether_type(f, len, &off, &tag);
   if (type != wire::kEtherTypeIpv4 && type != wire::kEtherTypeIpv6) return EcnResult::kNotIp;
   // The version must match the ethertype; anything else is not an IP packet here.
   if (len == off || (f[off] >> 4) != (type == wire::kEtherTypeIpv4 ? 4 : 6)) return EcnResult::kNotIp;
@@ -152,18 +146,20 @@ uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p) {
   std::memset(out, 0, kPfcFrameLen);
   wire::mac_from_u64(out, kPfcDstMac);
   wire::mac_from_u64(out + 6, src_mac);
-  wr16(out + 12, kEtherTypeMacControl);
-  wr16(out + 14, kPfcOpcode);
-  wr16(out + 16, p.enable);
-  for (int i = 0; i < kPriorities; ++i) wr16(out + 18 + 2 * i, p.quanta[i]);
+  auto* w = reinterpret_cast<be16*>(out + 12);  // ether type, opcode, enable vector, 8 quanta
+  w[0].set(kEtherTypeMacControl);
+  w[1].set(kPfcOpcode);
+  w[2].set(p.enable);
+  for (int i = 0; i < kPriorities; ++i) w[3 + i].set(p.quanta[i]);
   return kPfcFrameLen;
 }
 
 bool parse_pfc(const uint8_t* f, uint16_t len, PfcFrame* out) {
-  if (len < 18 + 2 * kPriorities || rd16(f + 12) != kEtherTypeMacControl || rd16(f + 14) != kPfcOpcode)
+  const auto* w = reinterpret_cast<const be16*>(f + 12);
+  if (len < 18 + 2 * kPriorities || w[0].get() != kEtherTypeMacControl || w[1].get() != kPfcOpcode)
     return false;
-  out->enable = static_cast<uint8_t>(rd16(f + 16));
-  for (int i = 0; i < kPriorities; ++i) out->quanta[i] = rd16(f + 18 + 2 * i);
+  out->enable = static_cast<uint8_t>(w[2].get());
+  for (int i = 0; i < kPriorities; ++i) out->quanta[i] = w[3 + i].get();
   return true;
 }
 

@@ -69,6 +69,7 @@ struct FrameClass {
   uint8_t ecn = 0;            // low 2 bits of TOS / traffic class
   bool roce = false;          // UDP to port 4791
   bool roce_request = false;  // RoCE packet of a request opcode (carries data toward a responder)
+  uint16_t bth_offset = 0;    // RoCE with a whole BTH: where it starts (0 otherwise)
   uint64_t flow_hash = 0;     // of source/destination IP, UDP ports (0 for non-IP)
 };
 FrameClass classify(const uint8_t* frame, uint16_t len, uint64_t salt);
