@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <rdma/rdma_user_cm.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -34,6 +35,7 @@ constexpr uint32_t kRecvLen = kGrhLen + cm::kMadLen;
 constexpr uint64_t kSendTag = 1ull << 32;  // wr_id of a send: kSendTag | slot
 constexpr uint32_t kUdpQkey = 0x01234567;  // RDMA_UDP_QKEY: the Q_Key of PS_UDP / PS_IB ids
 constexpr uint8_t kRejNoListener = 8;
+constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
 // librdmacm's event numbers (cm::EventType uses the same).
 constexpr uint32_t kEvConnectRequest = static_cast<uint32_t>(cm::EventType::kConnectRequest);
 constexpr uint32_t kEvUnreachable = static_cast<uint32_t>(cm::EventType::kUnreachable);
@@ -512,18 +514,13 @@ int CmService::listen(const uroce_cm_id_info& id) {
   st.ps = id.ps;
   st.ud = id.qp_type == 4 /* IB_UVERBS_QPT_UD */;
   const uint16_t port = port_of(id.src);
+  std::string what, reply;
   if (uroced_) {
     if (id.src.sin6_family != AF_INET) return -EAFNOSUPPORT;  // uroced keeps IPv4 port spaces only
     st.bound_addr = ipv4_text(id.src);
     st.bound_port = port;
-    std::string reply;
-    const std::string what = space_text(id.ps) + " " + st.bound_addr + " " + std::to_string(port);
-    if (int e = uroced("cm bind " + what, &reply)) return -e;
-    if (int e = uroced("cm listen " + what, &reply)) {
-      uroced("cm unbind " + what, &reply);
-      return -e;
-    }
-    st.uroced_bound = true;
+    what = space_text(id.ps) + " " + st.bound_addr + " " + std::to_string(port);
+    if (int e = uroced("cm bind " + what, &reply)) return -e;  // EADDRINUSE: another process has it
   }
   cm::ListenParams lp;
   lp.service_id = (static_cast<uint64_t>(id.ps) << 16) + port;
@@ -532,22 +529,33 @@ int CmService::listen(const uroce_cm_id_info& id) {
   const bool any = is_loopback_v4(id.src) || gid_of(id.src) == Gid{} ||
                    (id.src.sin6_family == AF_INET && gid_of(id.src) == wire::ipv4_mapped(0));
   if (!any) lp.ip = gid_of(id.src);
+  cm::CmId cmid = 0;
   int rc;
   {
     std::lock_guard lock(engine_->mu());
-    cm::CmId cmid = 0;
     rc = agent_->listen(lp, &cmid);
     if (rc == 0) {
       st.cm = cmid;
+      st.uroced_bound = uroced_;
       ids_[id.id] = st;
       by_cm_[cmid] = id.id;
     }
   }
-  if (rc != 0 && st.uroced_bound) {
-    std::string reply;
-    uroced("cm unbind " + space_text(id.ps) + " " + st.bound_addr + " " + std::to_string(port), &reply);
+  // Only now may uroced send clients here: a REQ that arrived before the agent listened would be REJ 8.
+  if (rc == 0 && uroced_) {
+    if (int e = uroced("cm listen " + what, &reply)) {
+      std::lock_guard lock(engine_->mu());
+      agent_->destroy(cmid);
+      ids_.erase(id.id);
+      by_cm_.erase(cmid);
+      rc = -e;
+    }
   }
-  return rc;
+  if (rc != 0) {
+    if (uroced_) uroced("cm unbind " + what, &reply);
+    return rc;
+  }
+  return 0;
 }
 
 int CmService::connect(const uroce_cm_id_info& id, const rdma_ucm_conn_param& p) {
@@ -556,11 +564,16 @@ int CmService::connect(const uroce_cm_id_info& id, const rdma_ucm_conn_param& p)
   Gid peer = gid_of(id.dst);
   if (uroced_) {
     std::string reply;
-    const int e =
-        id.dst.sin6_family != AF_INET
-            ? EAFNOSUPPORT
-            : uroced("cm lookup " + space_text(id.ps) + " " + ipv4_text(id.dst) + " " + std::to_string(dport),
-                     &reply);
+    int e = EAFNOSUPPORT;
+    if (id.dst.sin6_family == AF_INET) {
+      const std::string line =
+          "cm lookup " + space_text(id.ps) + " " + ipv4_text(id.dst) + " " + std::to_string(dport);
+      // A REQ to another host takes a round trip before its REJ comes back, and programs count on that
+      // time: perftest closes its control connection's listener and listens again for the data QPs
+      // while its client is already connecting. A listener that appears within kLookupGraceMs is taken.
+      for (int i = 0; (e = uroced(line, &reply)) == ECONNREFUSED && i < kLookupRetries; ++i)
+        usleep(kLookupGraceMs * 1000 / kLookupRetries);
+    }
     if (e == ECONNREFUSED) {
       // Nothing listens: what the kernel reports when the peer CM answers REJ 8 (invalid service ID).
       if (ud) return g_shim.push_event(id.id, kEvUnreachable, 1 /* SIDR unsupported */, nullptr, 0, nullptr);
