@@ -7,6 +7,7 @@
 #include <rdma/rdma_user_cm.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,7 @@ constexpr uint32_t kRecvLen = kGrhLen + cm::kMadLen;
 constexpr uint64_t kSendTag = 1ull << 32;  // wr_id of a send: kSendTag | slot
 constexpr uint32_t kUdpQkey = 0x01234567;  // RDMA_UDP_QKEY: the Q_Key of PS_UDP / PS_IB ids
 constexpr uint8_t kRejNoListener = 8;
+constexpr uint64_t kHeldRecheckNs = 1'000'000;
 constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
 // librdmacm's event numbers (cm::EventType uses the same).
 constexpr uint32_t kEvConnectRequest = static_cast<uint32_t>(cm::EventType::kConnectRequest);
@@ -133,7 +135,10 @@ class CmService final : public PassHook {
   void destroy(uint32_t id);
 
   uint32_t pass() override;
-  uint64_t next_deadline() const override { return agent_->next_deadline_ns(); }
+  uint64_t next_deadline() const override {
+    const uint64_t d = agent_->next_deadline_ns();
+    return held_ ? std::min(d, clock_.now_ns() + kHeldRecheckNs) : d;
+  }
 
  private:
   // What the service keeps per ucma id.
@@ -173,6 +178,7 @@ class CmService final : public PassHook {
   Mr* mr_ = nullptr;
   std::unique_ptr<uint8_t[]> mem_;
   std::vector<uint32_t> free_send_;
+  bool held_ = false;                          // MADs wait for the link to come up
   std::deque<cm::OutMad> backlog_;             // MADs waiting for a free send buffer
   std::unordered_map<uint32_t, IdState> ids_;  // by ucma id
   std::unordered_map<cm::CmId, uint32_t> by_cm_;
@@ -276,6 +282,10 @@ void CmService::repost(uint32_t slot) {
 uint32_t CmService::flush_locked() {
   uint32_t n = 0;
   cm::OutMad m;
+  // A MAD sent before the port's link is up is lost, and the CM would resend it only after seconds (a REQ
+  // after 6 s): hold it until the link is up. The pass looks again (next_deadline).
+  held_ = (!backlog_.empty() || agent_->pending_mads() > 0) && !engine_->link_up();
+  if (held_) return 0;
   for (;;) {
     if (free_send_.empty()) break;
     if (!backlog_.empty()) {

@@ -158,6 +158,8 @@ void Engine::start_control(const EngineConfig& cfg) {
                  cfg.device.name.c_str(), err.c_str());
 }
 
+bool Engine::link_up() const { return !dpdk_ || dpdk_->link_up(); }
+
 void Engine::wake() {
   const uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));

@@ -73,6 +73,9 @@ class Engine {
   Device& dev() { return *dev_; }
   // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
   void progress_locked();
+  // Whether frames can leave: the DPDK port's link is up (a memif link comes up some milliseconds after the
+  // engine starts); always for the in-process loopback port.
+  bool link_up() const;
   // Installs (or, with nullptr, removes) the hook of the progress pass; the caller holds mu().
   void set_pass_hook(PassHook* hook) { hook_ = hook; }
   // Writes the device counters, drop reasons and port statistics on one line (UROCE_STATS_ON_EXIT=1).
