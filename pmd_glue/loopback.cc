@@ -3,17 +3,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "transport/wire/address.h"
+
 namespace uroce::glue {
-
-namespace {
-
-uint64_t mac_key(const uint8_t* m) {
-  uint64_t k = 0;
-  for (int i = 0; i < 6; ++i) k = k << 8 | m[i];
-  return k;
-}
-
-}  // namespace
 
 LoopbackPort::LoopbackPort(LoopbackHub& hub, const wire::MacAddr& mac, std::function<void()> wake,
                            uint32_t frames, uint16_t max_frame)
@@ -83,7 +75,7 @@ LoopbackHub& LoopbackHub::instance() {
 bool LoopbackHub::forward(const PktBuf& frame) {
   if (frame.len < 6) return false;
   std::shared_lock lock(mu_);  // holds off the destination's detach until it has been woken
-  auto it = ports_.find(mac_key(frame.data));
+  auto it = ports_.find(wire::mac_to_u64(frame.data));
   if (it == ports_.end()) return false;
   LoopbackPort* dst = it->second;
   if (!dst->deliver(frame)) return false;
@@ -93,12 +85,12 @@ bool LoopbackHub::forward(const PktBuf& frame) {
 
 void LoopbackHub::attach(LoopbackPort* port) {
   std::unique_lock lock(mu_);
-  ports_[mac_key(port->mac().data())] = port;
+  ports_[wire::mac_to_u64(port->mac().data())] = port;
 }
 
 void LoopbackHub::detach(LoopbackPort* port) {
   std::unique_lock lock(mu_);
-  auto it = ports_.find(mac_key(port->mac().data()));
+  auto it = ports_.find(wire::mac_to_u64(port->mac().data()));
   if (it != ports_.end() && it->second == port) ports_.erase(it);
 }
 

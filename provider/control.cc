@@ -21,6 +21,7 @@
 
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
+#include "transport/wire/address.h"
 
 namespace uroce::provider {
 
@@ -35,14 +36,6 @@ constexpr int kDrainMs = 1;
 constexpr size_t kMaxClients = 16;
 constexpr size_t kMaxLine = 64 * 1024;
 constexpr size_t kMaxPassedFds = 4;
-
-std::string gid_text(const Gid& g) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-                g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14],
-                g[15]);
-  return buf;
-}
 
 const char* qp_type_name(QpType t) { return t == QpType::kRc ? "RC" : t == QpType::kUc ? "UC" : "UD"; }
 
@@ -69,7 +62,7 @@ Snapshot take_snapshot(const ControlSource& src) {
   std::lock_guard lock(*src.mu);
   s.dev = src.dev->counters();
   s.drops = src.dev->rx_drops();
-  s.gid = gid_text(src.dev->config().gid);
+  s.gid = wire::gid_text(src.dev->config().gid);
   if (src.port_stats) s.port = src.port_stats();
   std::vector<uint32_t> qpns = src.qpns ? src.qpns() : std::vector<uint32_t>{};
   std::sort(qpns.begin(), qpns.end());

@@ -106,13 +106,16 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.hw_ver = 1;
   d.max_qp = params::kMaxQp;
   d.max_qp_wr = params::kMaxQpWr;
+  // Memory windows of type 1 and type 2B (bound through, and invalidated only by, one QP). No fast-register
+  // MRs, so no IBV_DEVICE_MEM_MGT_EXTENSIONS.
   d.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-                       IBV_DEVICE_N_NOTIFY_CQ;
+                       IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   d.max_sge = params::kMaxSge;
   d.max_sge_rd = params::kMaxSge;
   d.max_cq = params::kMaxCq;
   d.max_cqe = params::kMaxCqe;
   d.max_mr = params::kMaxMr;
+  d.max_mw = params::kMaxMr;  // windows and regions share the key table
   d.max_pd = params::kMaxPd;
   d.max_qp_rd_atom = params::kMaxRdAtomic;
   d.max_res_rd_atom = params::kMaxRdAtomic * params::kMaxQp;

@@ -90,6 +90,9 @@ int post_send_batch(UQp* q, const SendWr* wrs, size_t n, size_t* bad);
 
 // Conversions between libibverbs and transport types.
 AddressVector av_from(const ibv_ah_attr& a);
+// A bind of `mw` to `info` with the new key `rkey` (verbs_mr.cc): 0, or the errno ibv_bind_mw(3) and
+// ibv_post_send(3) fail it with before it reaches the send queue.
+int mw_bind_from(const ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info& info, MwBind* out);
 void fill_ibv_wc(const Wc& w, ibv_wc* out);
 
 }  // namespace uroce::provider

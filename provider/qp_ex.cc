@@ -47,6 +47,15 @@ void wr_atomic_fetch_add(ibv_qp_ex* qp, uint32_t rkey, uint64_t addr, uint64_t a
   from(qp)->ex_wrs.back().wr.compare_add = add;
 }
 
+void wr_bind_mw(ibv_qp_ex* qp, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  PendingWr& p = open_wr(qp, WrOpcode::kBindMw);
+  // A BIND_MW WR binds type 2 windows; type 1 windows are bound by ibv_bind_mw.
+  int err = mw && mw->type == IBV_MW_TYPE_2 && info ? mw_bind_from(mw, rkey, *info, &p.wr.bind) : EINVAL;
+  if (err && !from(qp)->ex_err) from(qp)->ex_err = err;
+}
+void wr_local_inv(ibv_qp_ex* qp, uint32_t rkey) { open_wr(qp, WrOpcode::kLocalInv).wr.imm_data_be = rkey; }
+void wr_send_inv(ibv_qp_ex* qp, uint32_t rkey) { open_wr(qp, WrOpcode::kSendWithInv).wr.imm_data_be = rkey; }
+
 // A setter with no WR open is an application error: remember it for wr_complete.
 PendingWr* current(ibv_qp_ex* qp) {
   UQp* q = from(qp);
@@ -152,6 +161,9 @@ void init_qp_ex(UQp* q, uint64_t ops) {
   if (ops & IBV_QP_EX_WITH_RDMA_READ) ex.wr_rdma_read = wr_rdma_read;
   if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) ex.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
   if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) ex.wr_atomic_fetch_add = wr_atomic_fetch_add;
+  if (ops & IBV_QP_EX_WITH_BIND_MW) ex.wr_bind_mw = wr_bind_mw;
+  if (ops & IBV_QP_EX_WITH_LOCAL_INV) ex.wr_local_inv = wr_local_inv;
+  if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) ex.wr_send_inv = wr_send_inv;
   ex.wr_set_sge = wr_set_sge;
   ex.wr_set_sge_list = wr_set_sge_list;
   ex.wr_set_inline_data = wr_set_inline_data;

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "provider/provider.h"
+#include "runtime/yield_backoff.h"
 #include "transport/params.h"
-#include "transport/yield_backoff.h"
 
 namespace uroce::provider {
 
@@ -86,7 +86,7 @@ bool yield_when_idle() {
 // else wants the core.
 void after_poll(bool found) {
   thread_local uint64_t empty_since = 0;
-  thread_local YieldBackoff backoff;
+  thread_local runtime::YieldBackoff backoff;
   if (found) {
     empty_since = 0;
   } else if (yield_when_idle()) {

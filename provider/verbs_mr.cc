@@ -80,8 +80,61 @@ int dereg_mr(verbs_mr* vmr) {
   UMr* m = reinterpret_cast<UMr*>(vmr);
   Engine& e = engine(vmr->ibv_mr.context);
   std::lock_guard lock(e.mu());
-  e.dev().dereg_mr(m->mr);
+  if (int err = e.dev().dereg_mr(m->mr)) return err;
   delete m;
+  return 0;
+}
+
+struct UMw {
+  ibv_mw ibv;
+  Mw* mw;
+};
+
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  static_assert(IBV_MW_TYPE_1 == static_cast<int>(MwType::k1) &&
+                IBV_MW_TYPE_2 == static_cast<int>(MwType::k2));
+  if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) return errno = EINVAL, nullptr;
+  auto* w = new (std::nothrow) UMw{};
+  if (!w) return errno = ENOMEM, nullptr;
+  Engine& e = engine(pd->context);
+  std::lock_guard lock(e.mu());
+  if (int err = e.dev().alloc_mw(upd(pd)->pd, static_cast<MwType>(type), &w->mw)) {
+    delete w;
+    return errno = err, nullptr;
+  }
+  w->ibv.context = pd->context;
+  w->ibv.pd = pd;
+  w->ibv.rkey = w->mw->rkey;
+  w->ibv.handle = w->mw->rkey;
+  w->ibv.type = type;
+  return &w->ibv;
+}
+
+int dealloc_mw(ibv_mw* ibv) {
+  auto* w = reinterpret_cast<UMw*>(ibv);
+  Engine& e = engine(ibv->context);
+  {
+    std::lock_guard lock(e.mu());
+    e.dev().dealloc_mw(w->mw);
+  }
+  delete w;
+  return 0;
+}
+
+// ibv_bind_mw: a type 1 window is bound (or, with length 0, unbound) by a bind WR on `qp`'s send queue; its
+// completion is IBV_WC_BIND_MW. The window's new key (the next key byte, ibv_inc_rkey) is in mw->rkey at
+// once, as rdma-core providers set it.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mb) {
+  if (mw->type != IBV_MW_TYPE_1) return EINVAL;
+  SendWr wr;
+  wr.wr_id = mb->wr_id;
+  wr.opcode = WrOpcode::kBindMw;
+  wr.send_flags = static_cast<uint32_t>(mb->send_flags) & (kSendSignaled | kSendFence);
+  const uint32_t rkey = ibv_inc_rkey(mw->rkey);
+  if (int err = mw_bind_from(mw, rkey, mb->bind_info, &wr.bind)) return err;
+  size_t bad = 0;
+  if (int err = post_send_batch(uqp(qp), &wr, 1, &bad)) return err;
+  mw->rkey = rkey;
   return 0;
 }
 
@@ -103,6 +156,19 @@ int destroy_ah(ibv_ah* ah) {
 
 }  // namespace
 
+int mw_bind_from(const ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info& info, MwBind* out) {
+  if (!info.mr && (info.addr || info.length)) return EINVAL;
+  if (info.mw_access_flags & IBV_ACCESS_ZERO_BASED) return EINVAL;
+  if (info.mr && info.mr->pd != mw->pd) return EPERM;
+  out->mw_rkey = mw->rkey;
+  out->new_rkey = rkey;
+  out->mr_lkey = info.mr ? info.mr->lkey : 0;
+  out->addr = info.addr;
+  out->length = info.length;
+  out->access = info.mw_access_flags;
+  return 0;
+}
+
 AddressVector av_from(const ibv_ah_attr& a) {
   AddressVector av;
   std::memcpy(av.dgid.data(), a.grh.dgid.raw, 16);
@@ -120,6 +186,9 @@ void fill_mr_ops(verbs_context_ops* ops) {
   ops->reg_mr = reg_mr;
   ops->rereg_mr = rereg_mr;
   ops->dereg_mr = dereg_mr;
+  ops->alloc_mw = alloc_mw;
+  ops->dealloc_mw = dealloc_mw;
+  ops->bind_mw = bind_mw;
   ops->create_ah = create_ah;
   ops->destroy_ah = destroy_ah;
 }

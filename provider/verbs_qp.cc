@@ -82,7 +82,8 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
   constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                                 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                                 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                                IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |
+                                IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
   if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~kSendOps))
     return errno = EOPNOTSUPP, nullptr;
   ibv_qp_init_attr base{};
@@ -198,8 +199,9 @@ int query_qp(ibv_qp* ibv, ibv_qp_attr* out, int, ibv_qp_init_attr* init) {
   return 0;
 }
 
-SendWr send_wr_from(const ibv_send_wr& w) {
-  SendWr s;
+// Returns 0 or the errno that fails the WR before it reaches the send queue.
+int send_wr_from(const ibv_send_wr& w, SendWr* out) {
+  SendWr& s = *out;
   s.wr_id = w.wr_id;
   s.sg_list = reinterpret_cast<const Sge*>(w.sg_list);
   s.num_sge = static_cast<uint32_t>(w.num_sge);
@@ -214,11 +216,19 @@ SendWr send_wr_from(const ibv_send_wr& w) {
       s.compare_add = w.wr.atomic.compare_add;
       s.swap = w.wr.atomic.swap;
       break;
+    case IBV_WR_BIND_MW:
+      // Type 1 windows are bound by ibv_bind_mw only (IBA 10.6.7.2); a BIND_MW WR binds type 2 windows.
+      if (!w.bind_mw.mw || w.bind_mw.mw->type != IBV_MW_TYPE_2) return EINVAL;
+      s.num_sge = 0;
+      return mw_bind_from(w.bind_mw.mw, w.bind_mw.rkey, w.bind_mw.bind_info, &s.bind);
+    case IBV_WR_LOCAL_INV:
+      s.num_sge = 0;
+      break;
     default:
       s.remote_addr = w.wr.rdma.remote_addr;
       s.rkey = w.wr.rdma.rkey;
   }
-  return s;
+  return 0;
 }
 
 int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
@@ -233,7 +243,8 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
       err = EINVAL;
       break;
     }
-    SendWr s = send_wr_from(*wr);
+    SendWr s;
+    if (__builtin_expect((err = send_wr_from(*wr, &s)) != 0, 0)) break;
     if (ud) {
       if (__builtin_expect(!wr->wr.ud.ah, 0)) {
         err = EINVAL;

@@ -1,5 +1,8 @@
 #include "runtime/runtime_dir.h"
 
+#include <filesystem>
+#include <stdexcept>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,5 +128,20 @@ bool private_subdir(const std::string& path, std::string* err) {
   }
   return true;
 }
+
+std::filesystem::path runtime_base(bool create) {
+  RuntimeDir dir;
+  std::string err;
+  if (!runtime_dir(create, &dir, &err)) throw std::runtime_error(err);
+  return dir.path;
+}
+
+std::filesystem::path self_exe() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe;
+}
+
+std::filesystem::path self_dir() { return self_exe().parent_path(); }
 
 }  // namespace uroce::runtime

@@ -13,6 +13,7 @@
 // Every process of the user computes the same answer from the same state of the parent directory.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace uroce::runtime {
@@ -33,6 +34,14 @@ bool runtime_dir(bool create, RuntimeDir* out, std::string* err);
 // `parent`/<name> rules as above for an explicit parent (tests); runtime_dir() calls it with the parent
 // it picked.
 bool runtime_dir_in(const std::string& parent, bool create, RuntimeDir* out, std::string* err);
+
+// runtime_dir() for callers that treat an unusable directory as fatal: the path, made if missing when
+// `create`. Throws std::runtime_error with runtime_dir()'s message (naming the paths and what to do).
+std::filesystem::path runtime_base(bool create);
+
+// The running executable (/proc/self/exe) and its directory; empty if unknown.
+std::filesystem::path self_exe();
+std::filesystem::path self_dir();
 
 // A directory inside the runtime directory (e.g. ctl/): made 0700 if missing, else it must be a real
 // directory owned by the user; made private if it is not. False with *err otherwise.

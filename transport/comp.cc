@@ -6,30 +6,13 @@
 
 #include "transport/device.h"
 #include "transport/psn.h"
+#include "transport/wr_opcode.h"
 
 namespace uroce {
 
 namespace {
 
 using namespace wire;
-
-// IBA table 45: RNR NAK timer field (5 bits) -> minimum delay, in nanoseconds. Code 0 is the longest.
-constexpr uint64_t kRnrDelayNs[32] = {
-    655'360'000, 10'000,     20'000,     30'000,      40'000,      60'000,      80'000,      120'000,
-    160'000,     240'000,    320'000,    480'000,     640'000,     960'000,     1'280'000,   1'920'000,
-    2'560'000,   3'840'000,  5'120'000,  7'680'000,   10'240'000,  15'360'000,  20'480'000,  30'720'000,
-    40'960'000,  61'440'000, 81'920'000, 122'880'000, 163'840'000, 245'760'000, 327'680'000, 491'520'000};
-
-// IBA table 44: AETH credit code -> number of receive WQEs; code 31 means "no credit limit".
-constexpr int64_t kCreditCount[31] = {0,    1,    2,    3,    4,    6,     8,     12,    16,   24,   32,
-                                      48,   64,   96,   128,  192,  256,   384,   512,   768,  1024, 1536,
-                                      2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
-
-enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3, kNakInvRdReq = 4 };
-
-bool rd_or_atomic(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
-}
 
 uint32_t last_psn(const SendWqe& w) { return psn_add(w.first_psn, w.npkts - 1); }
 
@@ -39,14 +22,6 @@ uint32_t expected_response(const SendWqe& w, uint32_t mtu) {
 }
 
 }  // namespace
-
-uint64_t rnr_delay_ns(uint8_t code) { return kRnrDelayNs[code & 31]; }
-
-uint8_t credit_code(uint64_t available) {
-  uint8_t code = 0;
-  while (code < 30 && kCreditCount[code + 1] <= static_cast<int64_t>(available)) ++code;
-  return code;
-}
 
 void Qp::arm_retry_timer() {
   // Local ACK timeout 4.096 us * 2^timeout (IBA ch. 9, local ACK timeout); 0 means the timer is disabled.
@@ -84,7 +59,7 @@ bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
     SendWqe& w = sq_at(i);
     if (w.state == WqeState::kPosted || psn_diff(last_psn(w), psn) > 0) break;
     if (w.state == WqeState::kDone) continue;
-    if (rd_or_atomic(w.opcode)) {
+    if (is_rd_atomic(w.opcode)) {
       // Responses leave the responder in PSN order, so a later acknowledgement overtook or outlived them.
       dev_->cnt().add(Counter::kImplicitNak);
       new_una = psn_add(w.first_psn, static_cast<uint32_t>(w.read_done / mtu()));
@@ -126,7 +101,7 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
   switch (aeth_kind(aeth)) {
     case AethKind::kAck:
       comp_acknowledge_through(psn, rtt_sample(psn));
-      credits_ = value == 31 ? -1 : kCreditCount[value] - static_cast<int64_t>(credit_msgs_out_);
+      credits_ = value == 31 ? -1 : aeth_credit_count(value) - static_cast<int64_t>(credit_msgs_out_);
       if (credits_ < -1) credits_ = 0;
       return;
     case AethKind::kRnrNak: {
@@ -138,7 +113,7 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
         if (rnr_retry_left_ == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
         --rnr_retry_left_;
       }
-      rnr_until_ = dev_->now() + kRnrDelayNs[value];
+      rnr_until_ = dev_->now() + rnr_timer_ns(value);
       retry_deadline_ = kNever;
       if (!rewound) comp_rewind(psn);
       return;
@@ -195,7 +170,7 @@ SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
   for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
     SendWqe& w = sq_at(i);
     if (w.state == WqeState::kPosted || psn_diff(psn, w.first_psn) < 0) break;
-    if (!rd_or_atomic(w.opcode) || w.state == WqeState::kDone) continue;
+    if (!is_rd_atomic(w.opcode) || w.state == WqeState::kDone) continue;
     if (!oldest) oldest = &w;
     if (psn_diff(psn, last_psn(w)) > 0) continue;
     const uint32_t expect = expected_response(w, mtu());

@@ -1,4 +1,5 @@
 #include "transport/device.h"
+#include "transport/wire/address.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,7 +10,7 @@
 
 namespace uroce {
 
-wire::MacAddr mac_for_gid(const Gid& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
+wire::MacAddr mac_for_gid(const Gid& gid) { return wire::mac_for_gid(gid); }
 
 namespace {
 
@@ -90,8 +91,12 @@ int Device::rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access)
   return mrs_.rereg(mr, pd, reinterpret_cast<uint64_t>(addr), length, access);
 }
 
-int Device::dereg_mr(Mr* mr) {
-  mrs_.dereg(mr);
+int Device::dereg_mr(Mr* mr) { return mrs_.dereg(mr); }
+
+int Device::alloc_mw(Pd* pd, MwType type, Mw** out) { return mrs_.alloc_mw(pd, type, out); }
+
+int Device::dealloc_mw(Mw* mw) {
+  mrs_.dealloc_mw(mw);
   return 0;
 }
 
@@ -207,6 +212,7 @@ int Device::destroy_qp(Qp* qp) {
   flush_tx();
   --qp->pd_->refs;
   if (qp->init_.srq) --qp->init_.srq->qp_refs;
+  mrs_.qp_gone(qp);
   qp_list_.erase(std::find(qp_list_.begin(), qp_list_.end(), qp));
   qps_.erase(qp->qpn());
   return 0;

@@ -71,7 +71,10 @@ class Device {
   int dealloc_pd(Pd* pd);  // EBUSY while anything uses it
   int reg_mr(Pd* pd, void* addr, size_t length, uint32_t access, Mr** out);
   int rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access);
-  int dereg_mr(Mr* mr);
+  int dereg_mr(Mr* mr);  // EBUSY while memory windows are bound to it
+  // Memory windows; binding and invalidation are send-queue work (Qp::post_send, BIND_MW and LOCAL_INV).
+  int alloc_mw(Pd* pd, MwType type, Mw** out);
+  int dealloc_mw(Mw* mw);
   int create_cq(uint32_t cqe, Cq** out);
   int resize_cq(Cq* cq, uint32_t cqe);
   int destroy_cq(Cq* cq);  // EBUSY while a QP uses it

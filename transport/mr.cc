@@ -45,17 +45,28 @@ uint32_t MrTable::next_key(uint32_t idx) {
   }
 }
 
+int MrTable::take_slot(uint32_t* idx) {
+  if (!free_.empty()) {
+    *idx = free_.back();
+    free_.pop_back();
+    return 0;
+  }
+  if (slots_.size() > params::kMaxMr) return ENOMEM;
+  *idx = static_cast<uint32_t>(slots_.size());
+  slots_.emplace_back();
+  return 0;
+}
+
+void MrTable::release_slot(uint32_t idx) {
+  slots_[idx].mr.reset();
+  slots_[idx].mw.reset();
+  free_.push_back(idx);
+}
+
 int MrTable::reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out) {
   if (!pd || !mr_access_valid(access) || length > params::kMaxMrSize || addr + length < addr) return EINVAL;
   uint32_t idx;
-  if (!free_.empty()) {
-    idx = free_.back();
-    free_.pop_back();
-  } else {
-    if (slots_.size() > params::kMaxMr) return ENOMEM;
-    idx = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  if (int e = take_slot(&idx)) return e;
   auto mr = std::make_unique<Mr>();
   mr->pd = pd;
   mr->addr = addr;
@@ -71,6 +82,8 @@ int MrTable::reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** o
 
 int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t access) {
   if (!mr_access_valid(access) || length > params::kMaxMrSize || addr + length < addr) return EINVAL;
+  // Windows bound to the region keep their bounds and rights only as long as the region stays as it was.
+  if (mr->mw_binds) return EBUSY;
   if (pd != mr->pd) {
     --mr->pd->refs;
     ++pd->refs;
@@ -83,12 +96,102 @@ int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t acce
   return 0;
 }
 
-void MrTable::dereg(Mr* mr) {
-  const uint32_t idx = slot_of(mr);
+int MrTable::dereg(Mr* mr) {
+  if (mr->mw_binds) return EBUSY;  // as Linux rxe: a region with bound windows stays
   --mr->pd->refs;
-  slots_[idx].mr.reset();
-  free_.push_back(idx);
+  release_slot(slot_of(mr));
   --live_;
+  return 0;
+}
+
+int MrTable::alloc_mw(Pd* pd, MwType type, Mw** out) {
+  if (!pd || (type != MwType::k1 && type != MwType::k2)) return EINVAL;
+  uint32_t idx;
+  if (int e = take_slot(&idx)) return e;
+  auto mw = std::make_unique<Mw>();
+  mw->pd = pd;
+  mw->type = type;
+  mw->rkey = next_key(idx);
+  ++pd->refs;
+  *out = mw.get();
+  slots_[idx].mw = std::move(mw);
+  ++mws_live_;
+  return 0;
+}
+
+void MrTable::unbind(Mw* mw) {
+  if (!mw->mr) return;
+  --mw->mr->mw_binds;
+  if (mw->type == MwType::k2) --type2_bound_;
+  mw->mr = nullptr;
+  mw->qp = nullptr;
+  mw->addr = mw->length = 0;
+  mw->access = 0;
+}
+
+void MrTable::dealloc_mw(Mw* mw) {
+  unbind(mw);
+  const uint32_t idx = (mw->rkey ^ mask_) >> 8;
+  slots_[idx].tag = static_cast<uint8_t>(mw->rkey);  // the next key of this slot differs from the window's
+  --mw->pd->refs;
+  release_slot(idx);
+  --mws_live_;
+}
+
+int MrTable::bind_static_check(const MwBind& b, const Pd* qp_pd) const {
+  const Mw* mw = mw_slot(b.mw_rkey);
+  if (!mw) return EINVAL;
+  constexpr uint32_t kMwAccess =
+      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic | kAccessZeroBased;
+  if (b.access & ~kMwAccess) return EINVAL;
+  if (b.access & kAccessZeroBased) return EINVAL;                 // zero-based windows are not supported
+  if (mw->pd != qp_pd) return EINVAL;                             // C10-72: window and QP share the PD
+  if (b.length == 0) return mw->type == MwType::k2 ? EINVAL : 0;  // o10-37.2.40: type 2 never unbinds so
+  const Mr* mr = lookup(b.mr_lkey);
+  if (!mr) return EINVAL;
+  if (mr->pd != mw->pd) return EPERM;
+  if (!(mr->access & kAccessMwBind)) return EINVAL;  // C10-73
+  // C10-74: a window cannot grant remote write or atomic access to a region the owner cannot write locally.
+  if ((b.access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(mr->access & kAccessLocalWrite))
+    return EINVAL;
+  // C10-75: the window lies within the region.
+  if (b.addr < mr->addr || b.length > mr->length || b.addr - mr->addr > mr->length - b.length) return EINVAL;
+  return 0;
+}
+
+bool MrTable::bind(const MwBind& b, const Qp* qp, const Pd* qp_pd) {
+  if (bind_static_check(b, qp_pd) != 0) return false;
+  Mw* mw = mw_slot(b.mw_rkey);
+  if (mw->type == MwType::k2 && mw->mr) return false;  // o10-37.2.30: a type 2 window binds only when free
+  unbind(mw);
+  const uint32_t idx = (mw->rkey ^ mask_) >> 8;
+  mw->rkey = (mw->rkey & ~0xFFu) | (b.new_rkey & 0xFFu);  // the consumer's key byte (ibv_inc_rkey)
+  slots_[idx].tag = static_cast<uint8_t>(mw->rkey);
+  if (b.length == 0) return true;
+  mw->mr = lookup(b.mr_lkey);
+  ++mw->mr->mw_binds;
+  mw->addr = b.addr;
+  mw->length = b.length;
+  mw->access = b.access & (kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+  if (mw->type == MwType::k2) {
+    mw->qp = qp;
+    ++type2_bound_;
+  }
+  return true;
+}
+
+bool MrTable::invalidate(uint32_t key, const Pd* pd, const Qp* qp_remote) {
+  Mw* mw = mw_slot(key);
+  if (!mw || mw->rkey != key || mw->type != MwType::k2 || !mw->mr || mw->pd != pd) return false;
+  if (qp_remote && mw->qp != qp_remote) return false;
+  unbind(mw);
+  return true;
+}
+
+void MrTable::qp_gone(const Qp* qp) {
+  if (!type2_bound_) return;
+  for (Slot& s : slots_)
+    if (s.mw && s.mw->type == MwType::k2 && s.mw->qp == qp) unbind(s.mw.get());
 }
 
 namespace {

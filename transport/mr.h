@@ -1,5 +1,6 @@
-// Protection domains and memory regions: the key table every local and remote access goes through.
-// Nothing from the wire touches memory unless rkey, protection domain, bounds and access rights all match.
+// Protection domains, memory regions and memory windows: the key table every local and remote access goes
+// through. Nothing from the wire touches memory unless rkey, protection domain (or, for a type 2 window, the
+// QP it was bound through), bounds, access rights and validity all match.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include "transport/verbs_types.h"
 
 namespace uroce {
+
+class Qp;
 
 struct Pd {
   uint32_t handle = 0;
@@ -21,6 +24,24 @@ struct Mr {
   uint64_t length = 0;
   uint32_t lkey = 0;
   uint32_t rkey = 0;
+  uint32_t access = 0;
+  uint32_t mw_binds = 0;  // windows bound to it: it can be neither deregistered nor re-registered meanwhile
+};
+
+// IBV_MW_TYPE_1 / IBV_MW_TYPE_2 (type 2 is the IBA's type 2B: bound to the QP it was bound through).
+enum class MwType : uint8_t { k1 = 1, k2 = 2 };
+
+// A memory window: a remote-access view of part of an MR, with its own rkey and access rights (IBA 10.6.7).
+// A type 1 window is bound and unbound by the Bind MW verb; a type 2 window by BIND_MW work requests, and
+// invalidated by LOCAL_INV or a remote SEND with Invalidate. Unbound (mr == nullptr) it grants nothing.
+struct Mw {
+  Pd* pd = nullptr;
+  MwType type = MwType::k1;
+  uint32_t rkey = 0;
+  Mr* mr = nullptr;
+  const Qp* qp = nullptr;  // type 2, bound: the only QP whose requests may use it
+  uint64_t addr = 0;
+  uint64_t length = 0;
   uint32_t access = 0;
 };
 
@@ -39,8 +60,31 @@ class MrTable {
   int reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out);
   // Changes translation, PD and/or access of `mr` in place and gives it new keys (ibv_rereg_mr).
   int rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t access);
-  void dereg(Mr* mr);
+  // EBUSY while windows are bound to it.
+  int dereg(Mr* mr);
   size_t count() const { return live_; }
+
+  // Memory windows. alloc_mw: 0 and the window, or EINVAL/ENOMEM. dealloc_mw unbinds it first.
+  int alloc_mw(Pd* pd, MwType type, Mw** out);
+  void dealloc_mw(Mw* mw);
+  size_t mw_count() const { return mws_live_; }
+  // The window `key` names by its slot, whatever its key byte now (nullptr: no window there).
+  Mw* mw_slot(uint32_t key) const {
+    const uint32_t idx = (key ^ mask_) >> 8;
+    return idx < slots_.size() ? slots_[idx].mw.get() : nullptr;
+  }
+  // The checks a bind request passes whatever state the window is in when it executes (ibv_post_send fails
+  // it at once): EINVAL, or EPERM when the MR is of another PD than the window.
+  int bind_static_check(const MwBind& b, const Pd* qp_pd) const;
+  // Executes a bind through `qp` (of `qp_pd`). Returns false, changing nothing, when the IBA forbids it
+  // (the completion is then MW_BIND_ERR).
+  bool bind(const MwBind& b, const Qp* qp, const Pd* qp_pd);
+  // LOCAL_INV (qp_remote == nullptr) or a SEND with Invalidate arriving at `qp_remote`: only a bound type 2
+  // window of `pd` can be invalidated (user MRs and type 1 windows cannot); remotely only through the QP it
+  // was bound through. Returns false when `key` names nothing that may be invalidated.
+  bool invalidate(uint32_t key, const Pd* pd, const Qp* qp_remote);
+  // A QP is destroyed: type 2 windows bound through it are invalidated.
+  void qp_gone(const Qp* qp);
 
   Mr* lookup(uint32_t key) const {
     const uint32_t idx = (key ^ mask_) >> 8;
@@ -58,11 +102,32 @@ class MrTable {
     return mr;
   }
 
+  // A remote access (the R_Key of a WRITE, READ or ATOMIC) arriving at `qp`, of protection domain `pd`: an
+  // MR's rkey as check() does, or a bound window's, whose bounds and access rights apply instead of its MR's
+  // and which answers only to QPs of its PD (type 1) or to the QP it was bound through (type 2). Called for
+  // every packet, so a window invalidated or deallocated mid-message stops the rest of it.
+  bool check_remote(uint32_t key, const Qp* qp, const Pd* pd, uint64_t addr, uint64_t len,
+                    uint32_t need) const {
+    const uint32_t idx = (key ^ mask_) >> 8;
+    if (idx >= slots_.size()) return false;
+    const Slot& s = slots_[idx];
+    if (s.mr) return check(key, pd, addr, len, need) != nullptr;
+    const Mw* mw = s.mw.get();
+    if (!mw || mw->rkey != key || !mw->mr || mw->pd != pd) return false;
+    if (mw->type == MwType::k2 && mw->qp != qp) return false;
+    if ((mw->access & need) != need) return false;
+    return addr >= mw->addr && len <= mw->length && addr - mw->addr <= mw->length - len;
+  }
+
  private:
   struct Slot {
     std::unique_ptr<Mr> mr;
-    uint8_t tag = 0;
+    std::unique_ptr<Mw> mw;
+    uint8_t tag = 0;  // the key byte the slot's object has (or had last)
   };
+  int take_slot(uint32_t* idx);
+  void release_slot(uint32_t idx);
+  void unbind(Mw* mw);
   uint32_t next_key(uint32_t idx);
   uint32_t slot_of(const Mr* mr) const { return (mr->lkey ^ mask_) >> 8; }
   uint64_t rng_ = 0;  // splitmix64 state; 0: unseeded
@@ -70,6 +135,8 @@ class MrTable {
   std::vector<Slot> slots_{1};  // slot 0 unused so that no valid key is 0
   std::vector<uint32_t> free_;
   size_t live_ = 0;
+  size_t mws_live_ = 0;
+  size_t type2_bound_ = 0;  // so that destroying a QP scans only when some window may name it
 };
 
 // Validity of an access-flag set for reg_mr: remote write and remote atomic need local write too

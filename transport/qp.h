@@ -66,6 +66,7 @@ struct SendWqe {
   AddressVector av;
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  MwBind bind;  // BIND_MW
 };
 
 // A queued response of the responder. Responses leave in PSN order, so an ACK never overtakes the READ
@@ -165,6 +166,8 @@ class Qp {
   bool req_send_packet(SendWqe& w);
   int validate_local(const SendWqe& w) const;
   void start_wqe(SendWqe& w);
+  void run_local_op(SendWqe& w);  // BIND_MW, LOCAL_INV: executed in send-queue order, no packet
+  void req_local_ops();           // runs those at the head of the send queue
 
   // resp.cc
   bool resp_take_recv_wqe();

@@ -8,6 +8,7 @@
 #include "transport/device.h"
 #include "transport/params.h"
 #include "transport/psn.h"
+#include "transport/wr_opcode.h"
 
 namespace uroce {
 
@@ -274,26 +275,10 @@ void Qp::complete_send(SendWqe& w, WcStatus status) {
   wc.wr_id = w.wr_id;
   wc.status = status;
   wc.qp_num = qpn_;
-  switch (w.opcode) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      wc.opcode = WcOpcode::kRdmaWrite;
-      break;
-    case WrOpcode::kRdmaRead:
-      wc.opcode = WcOpcode::kRdmaRead;
-      wc.byte_len = static_cast<uint32_t>(w.length);
-      break;
-    case WrOpcode::kAtomicCmpAndSwp:
-      wc.opcode = WcOpcode::kCompSwap;
-      wc.byte_len = 8;
-      break;
-    case WrOpcode::kAtomicFetchAndAdd:
-      wc.opcode = WcOpcode::kFetchAdd;
-      wc.byte_len = 8;
-      break;
-    default:
-      wc.opcode = WcOpcode::kSend;
-  }
+  const WrOpInfo& op = kWrOps[static_cast<uint8_t>(w.opcode)];
+  wc.opcode = op.wc;
+  if (w.opcode == WrOpcode::kRdmaRead) wc.byte_len = static_cast<uint32_t>(w.length);
+  if (op.wc_len) wc.byte_len = op.wc_len;
   if (!init_.send_cq->push(wc, true)) dev_->raise(EventType::kCqErr, init_.send_cq->handle());
 }
 

@@ -7,6 +7,7 @@
 #include "transport/device.h"
 #include "transport/params.h"
 #include "transport/psn.h"
+#include "transport/wr_opcode.h"
 
 namespace uroce {
 
@@ -14,52 +15,30 @@ namespace {
 
 using namespace wire;
 
-bool is_rd_atomic(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
-}
-bool is_atomic(WrOpcode op) { return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd; }
-bool has_imm(WrOpcode op) { return op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm; }
-bool is_write(WrOpcode op) { return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm; }
-
-bool opcode_allowed(QpType t, WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return true;
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return t != QpType::kUd;
-    case WrOpcode::kRdmaRead:
-    case WrOpcode::kAtomicCmpAndSwp:
-    case WrOpcode::kAtomicFetchAndAdd:
-      return t == QpType::kRc;
-    default:
-      return false;  // LOCAL_INV, BIND_MW, SEND_WITH_INV: no memory windows
-  }
-}
-
 // The wire opcode of packet k of n of a SEND or WRITE (IBA table 39: RC and UC share the layout).
 uint8_t data_opcode(QpType t, WrOpcode op, uint32_t k, uint32_t n) {
   const uint8_t base = static_cast<uint8_t>((t == QpType::kUc ? op::kUcSendFirst : op::kRcSendFirst) +
                                             (is_write(op) ? op::kRcWriteFirst : 0));
   const uint8_t imm = has_imm(op) ? 1 : 0;
-  if (n == 1) return static_cast<uint8_t>(base + 4 + imm);  // ONLY
-  if (k == 0) return base;                                  // FIRST
-  if (k + 1 < n) return static_cast<uint8_t>(base + 1);     // MIDDLE
-  return static_cast<uint8_t>(base + 2 + imm);              // LAST
+  const bool inv = op == WrOpcode::kSendWithInv;
+  if (n == 1) return inv ? uint8_t{op::kRcSendOnlyInv} : static_cast<uint8_t>(base + 4 + imm);  // ONLY
+  if (k == 0) return base;                                                                      // FIRST
+  if (k + 1 < n) return static_cast<uint8_t>(base + 1);                                         // MIDDLE
+  return inv ? uint8_t{op::kRcSendLastInv} : static_cast<uint8_t>(base + 2 + imm);              // LAST
 }
 
 }  // namespace
 
 bool consumes_recv_wqe(WrOpcode op) {
-  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kSendWithInv ||
+         op == WrOpcode::kRdmaWriteWithImm;
 }
 
 int Qp::post_send(const SendWr& wr) {
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) return EINVAL;
   if (post_idx_ - comp_idx_ >= attr_.cap.max_send_wr) return ENOMEM;
-  if (wr.num_sge > attr_.cap.max_send_sge || !opcode_allowed(type(), wr.opcode)) return EINVAL;
+  if (wr.num_sge > attr_.cap.max_send_sge || !wr_op_allowed(type(), wr.opcode)) return EINVAL;
   uint64_t len = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) len += wr.sg_list[i].length;
   if (len > params::kMaxMsgSize) return EINVAL;
@@ -67,6 +46,11 @@ int Qp::post_send(const SendWr& wr) {
   if (inl && (len > attr_.cap.max_inline_data || is_rd_atomic(wr.opcode))) return EINVAL;
   if (is_atomic(wr.opcode) && (wr.num_sge != 1 || len != 8)) return EINVAL;
   if (type() == QpType::kUd && (!wr.ah || len > mtu_bytes(dev_->cfg_.port_mtu))) return EINVAL;
+  if (is_local_op(wr.opcode) && (wr.num_sge || (wr.send_flags & kSendInline))) return EINVAL;
+  // A bind that can never succeed fails now, as ibv_post_send(3) reports it; what depends on the window's
+  // state when the bind executes (a type 2 window still bound, the MR gone) fails its completion instead.
+  if (wr.opcode == WrOpcode::kBindMw)
+    if (int e = dev_->mrs_.bind_static_check(wr.bind, pd_)) return e;
 
   const uint32_t slot = post_idx_ & sq_mask_;
   SendWqe& w = sq_[slot];
@@ -80,6 +64,7 @@ int Qp::post_send(const SendWr& wr) {
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
   w.length = len;
+  w.bind = wr.bind;
   const uint32_t sge_per = attr_.cap.max_send_sge ? attr_.cap.max_send_sge : 1;
   Sge* sge = &sq_sges_[static_cast<size_t>(slot) * sge_per];
   if (inl) {
@@ -133,7 +118,34 @@ bool Qp::req_ready() const {
   return !req_blocked(w);
 }
 
+// BIND_MW and LOCAL_INV take effect when the requester reaches them, after every earlier WQE has started:
+// a bind is visible to the requests that follow it. They use no PSN and complete in order with the rest; one
+// that fails completes with MW_BIND_ERR (bind) or LOC_QP_OP_ERR (invalidate), as Linux rxe reports them, and
+// the QP goes to ERR.
+void Qp::run_local_op(SendWqe& w) {
+  const bool ok = w.opcode == WrOpcode::kBindMw ? dev_->mrs_.bind(w.bind, this, pd_)
+                                                : dev_->mrs_.invalidate(w.imm_be, pd_, nullptr);
+  if (!ok) w.status = w.opcode == WrOpcode::kBindMw ? WcStatus::kMwBindErr : WcStatus::kLocQpOpErr;
+  w.first_psn = npsn_;
+  w.npkts = 0;
+  w.state = WqeState::kDone;
+  if (ok) {
+    ++send_idx_;
+    send_pkt_ = 0;
+  }
+  comp_retire();
+}
+
+void Qp::req_local_ops() {
+  while (req_ready()) {
+    SendWqe& w = sq_at(send_idx_);
+    if (w.state != WqeState::kPosted || !is_local_op(w.opcode)) return;
+    run_local_op(w);
+  }
+}
+
 void Qp::start_wqe(SendWqe& w) {
+  if (is_local_op(w.opcode)) return run_local_op(w);
   if (validate_local(w) != 0) {
     w.status = WcStatus::kLocProtErr;
     w.state = WqeState::kDone;
@@ -173,6 +185,7 @@ uint32_t Qp::req_transmit(uint32_t budget) {
         dev_->cnt().add(Counter::kCreditStall);
       start_wqe(w);
       if (w.status != WcStatus::kSuccess) break;
+      if (is_local_op(w.opcode)) continue;
     }
     if (!req_send_packet(w)) break;
     ++sent;
@@ -214,6 +227,7 @@ bool Qp::req_send_packet(SendWqe& w) {
     if (k == 0) h.reth = {w.remote_addr, w.rkey, static_cast<uint32_t>(w.length)};
     if (last) {
       h.imm_be = w.imm_be;
+      h.ieth_rkey = w.imm_be;  // SEND with Invalidate: the rkey the responder invalidates
       // SE belongs to the packet that completes a receive: SEND or WRITE with immediate (IBA 9.2, BTH).
       h.bth.se = (w.flags & kSendSolicited) && (!is_write(w.opcode) || has_imm(w.opcode));
     }

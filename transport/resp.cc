@@ -12,13 +12,9 @@
 
 namespace uroce {
 
-uint8_t credit_code(uint64_t available);
-
 namespace {
 
 using namespace wire;
-
-enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3 };
 
 }  // namespace
 
@@ -136,8 +132,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
                                                 : (m & kOpWrite) && (m & (kMiddle | kLast));
   const bool full = m & (kFirst | kMiddle);
   const bool ok_len = full ? pkt.payload_len == mtu() : pkt.payload_len <= mtu();
-  if (!ok_seq || !ok_len || (m & kHasIeth))  // SEND with invalidate: no memory windows to invalidate
-    return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+  if (!ok_seq || !ok_len) return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
 
   const uint32_t need = (m & kOpWrite)    ? kAccessRemoteWrite
                         : (m & kOpRead)   ? kAccessRemoteRead
@@ -181,7 +176,8 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
       write_rkey_ = r.rkey.get();
       write_len_ = write_left_ = r.dma_len.get();
       // A zero-length WRITE names no memory: its R_Key is not checked.
-      if (write_len_ && !dev_->mrs_.check(write_rkey_, pd_, write_va_, write_len_, kAccessRemoteWrite))
+      if (write_len_ &&
+          !dev_->mrs_.check_remote(write_rkey_, this, pd_, write_va_, write_len_, kAccessRemoteWrite))
         return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     }
     if (pkt.payload_len > write_left_ || ((m & kEndsMessage) && pkt.payload_len != write_left_))
@@ -190,7 +186,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     // deregister or re-register the region (new keys) between the packets of one message, and then nothing
     // more may be written there (C9-177: an R_Key violation on any packet is a remote access error).
     if (pkt.payload_len &&
-        !dev_->mrs_.check(write_rkey_, pd_, write_va_, pkt.payload_len, kAccessRemoteWrite))
+        !dev_->mrs_.check_remote(write_rkey_, this, pd_, write_va_, pkt.payload_len, kAccessRemoteWrite))
       return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload(), pkt.payload_len);
     write_va_ += pkt.payload_len;
@@ -203,10 +199,20 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
       const bool imm = m & kHasImmDt;
       uint32_t imm_be = 0;
       if (imm) std::memcpy(&imm_be, pkt.immdt().b, 4);
+      uint32_t flags = imm ? uint32_t{kWcWithImm} : 0u;
+      if (m & kHasIeth) {
+        // SEND with Invalidate (IBA 9.4.1.1, o10-37.2.x): once its data is placed, the type 2 window it names
+        // becomes invalid, and the completion reports the key. Naming anything else (an MR, a type 1
+        // window, a window bound through another QP) is an invalid request.
+        imm_be = pkt.ieth().rkey.get();
+        if (!dev_->mrs_.invalidate(imm_be, pd_, this))
+          return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+        flags |= kWcWithInv;
+      }
       const bool write = m & kOpWrite;
       complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(write ? write_len_ : recv_off_),
-                    write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, imm ? uint32_t{kWcWithImm} : 0u,
-                    imm_be, 0, bth_se(pkt.bth()));
+                    write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, flags, imm_be, 0,
+                    bth_se(pkt.bth()));
       have_wqe_ = false;
     }
     in_msg_ = InMsg::kNone;
@@ -308,6 +314,9 @@ void Qp::on_cnp() {
 }
 
 uint32_t Qp::transmit(uint32_t budget) {
+  // Memory-window operations at the head of the send queue need no packet: they run before the responses,
+  // as an RNIC's send queue runs beside its responder (an invalidation is not held up by a long READ).
+  req_local_ops();
   // Responses first: they unblock the peer's requester and carry no local backlog.
   const uint32_t sent = resp_transmit(budget);
   return sent + req_transmit(budget - sent);
@@ -328,7 +337,7 @@ void Qp::resp_read(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const Reth& r = pkt.reth();
   const uint64_t len = r.dma_len.get();
-  if (len && !dev_->mrs_.check(r.rkey.get(), pd_, r.va.get(), len, kAccessRemoteRead))
+  if (len && !dev_->mrs_.check_remote(r.rkey.get(), this, pd_, r.va.get(), len, kAccessRemoteRead))
     return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
   const uint32_t npkts = std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu() - 1) / mtu()));
   RdAtomicRes& res = res_[res_next_++ % res_.size()];
@@ -346,7 +355,7 @@ void Qp::resp_atomic(const ParsedPacket& pkt) {
   const uint64_t va = a.va.get();
   // An atomic target must be 8-byte aligned; a misaligned one is an invalid request.
   if (va % 8) return resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
-  if (!dev_->mrs_.check(a.rkey.get(), pd_, va, 8, kAccessRemoteAtomic))
+  if (!dev_->mrs_.check_remote(a.rkey.get(), this, pd_, va, 8, kAccessRemoteAtomic))
     return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
   // The target may be in use by local threads too: a real atomic, sequentially consistent.
   auto* target = reinterpret_cast<uint64_t*>(va);
@@ -387,7 +396,7 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
       const Reth& reth = pkt.reth();
       const uint64_t len = reth.dma_len.get();
       // The region may have gone since the first execution: a remote access error now, as for a new READ.
-      if (len && !dev_->mrs_.check(reth.rkey.get(), pd_, reth.va.get(), len, kAccessRemoteRead))
+      if (len && !dev_->mrs_.check_remote(reth.rkey.get(), this, pd_, reth.va.get(), len, kAccessRemoteRead))
         return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
       if (!resp_trim_jobs(psn)) return;  // an earlier request's responses are still on their way to psn
       return resp_queue(RespJob{RespJob::kRead, true, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
@@ -452,7 +461,7 @@ void Qp::resp_queue_ack(uint32_t psn) {
 uint8_t Qp::resp_credit_code() const {
   if (init_.srq) return 31;  // an SRQ is shared among QPs: advertise no per-QP limit
   const uint32_t avail = rq_->count();
-  return credit_code(avail);
+  return aeth_credit_code(avail);
 }
 
 uint32_t Qp::resp_transmit(uint32_t budget) {
@@ -515,7 +524,7 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
   // Re-check the region on every packet: the application may deregister it while a READ is answered. Then
   // no byte more is read from it: the response becomes NAK Remote Access Error at this PSN (the requester
   // completes the READ with REM_ACCESS_ERR) and the QP goes to ERR once it is sent.
-  if (len && !dev_->mrs_.check(job.rkey, pd_, job.va, len, kAccessRemoteRead)) {
+  if (len && !dev_->mrs_.check_remote(job.rkey, this, pd_, job.va, len, kAccessRemoteRead)) {
     job.kind = RespJob::kNak;
     job.syndrome = aeth_syndrome(AethKind::kNak, kNakRemAccess);
     dev_->cnt().add(Counter::kRemAccessNakSent);

@@ -158,17 +158,31 @@ struct AddressVector {
   uint16_t src_port_entropy = 0;  // 0: derive the UDP source port from the QP numbers
 };
 
+// A bind request as the send queue carries it (IBV_WR_BIND_MW, ibv_bind_mw). The window and the MR are named
+// by key, not pointer, and looked up again when the bind executes: either may be gone by then.
+struct MwBind {
+  uint32_t mw_rkey = 0;   // any key the window has had: it names the window's slot, the key byte is ignored
+  uint32_t new_rkey = 0;  // its low 8 bits become the window's key byte
+  uint32_t mr_lkey = 0;   // the MR the window lies in (unused when length is 0)
+  uint64_t addr = 0;
+  uint64_t length = 0;  // 0: unbind (type 1 only)
+  uint32_t access = 0;
+};
+
 struct SendWr {
   uint64_t wr_id = 0;
   const Sge* sg_list = nullptr;
   uint32_t num_sge = 0;
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t send_flags = 0;
-  uint32_t imm_data_be = 0;  // immediate data (wire order) or, for SEND_WITH_INV, the rkey to invalidate
+  // Immediate data (wire order) or, for SEND_WITH_INV and LOCAL_INV, the rkey to invalidate (host order, as
+  // ibv_send_wr's invalidate_rkey shares the field).
+  uint32_t imm_data_be = 0;
   uint64_t remote_addr = 0;  // RDMA and atomic
   uint32_t rkey = 0;
   uint64_t compare_add = 0;  // atomic: compare (CMP_SWP) or add (FETCH_ADD)
   uint64_t swap = 0;
+  MwBind bind;  // BIND_MW
   // UD
   const AddressVector* ah = nullptr;
   uint32_t remote_qpn = 0;

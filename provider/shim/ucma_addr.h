@@ -26,6 +26,15 @@ inline bool addr_loopback(const sockaddr_in6& a) {
   return IN6_IS_ADDR_LOOPBACK(&a.sin6_addr);
 }
 
+// 127.0.0.1 or ::1, keeping the family.
+inline void set_loopback(sockaddr_in6& a) {
+  if (a.sin6_family == AF_INET) {
+    as_v4(a).sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  } else {
+    a.sin6_addr = in6addr_loopback;
+  }
+}
+
 // Port in host order.
 inline uint16_t addr_port(const sockaddr_in6& a) {
   return ntohs(a.sin6_family == AF_INET ? as_v4(a).sin_port : a.sin6_port);

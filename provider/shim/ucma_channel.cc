@@ -110,7 +110,12 @@ int get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out_len) {
       }
       if (Id* owner = find_id(ev->owner)) ++owner->events_reported;
       if (ev->resp.event == kEvConnectRequest) {
-        if (Id* child = find_id(ev->resp.id)) child->listener = kNoId;  // now the application's
+        // The new id is the application's from now on, on the channel that reported it (the kernel
+        // creates it here, on the reading file: the listener may have migrated since the request came).
+        if (Id* child = find_id(ev->resp.id)) {
+          child->listener = kNoId;
+          child->channel = ch;
+        }
       }
       unlock();
       const size_t n = out_len < sizeof ev->resp ? out_len : sizeof ev->resp;
@@ -266,6 +271,13 @@ bool channel_close(int fd, bool close_fd) {
   destroy_ids_of(ch);
   release(ch);
   return true;
+}
+
+// fork() while another thread holds the lock would leave it locked forever in the child (whose close()
+// of a channel fd, say before exec, takes it): hold it across fork. Nothing blocks while holding it.
+__attribute__((constructor)) void install_fork_handlers() {
+  pthread_atfork([] { pthread_mutex_lock(&g_mu); }, [] { pthread_mutex_unlock(&g_mu); },
+                 [] { pthread_mutex_unlock(&g_mu); });
 }
 
 }  // namespace

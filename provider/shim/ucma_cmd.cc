@@ -164,8 +164,12 @@ int resolve_ip(Channel* ch, const rdma_ucm_resolve_ip& cmd) {
   if (!dst_dev) dst_gid = device().loopback_gid;  // the wildcard destination is this host
   if (!id->has_dev) {
     // The source the route to a local destination picks: that same address.
+    // A wildcard destination is this host's loopback address (cma_resolve_loopback).
     const uint16_t port = addr_port(id->src);
-    copy_addr(&id->src, addr_any(cmd.dst_addr) ? id->src : cmd.dst_addr);
+    sockaddr_in6 src;
+    copy_addr(&src, cmd.dst_addr);
+    if (addr_any(src)) set_loopback(src);
+    copy_addr(&id->src, src);
     set_port(id->src, port);
     id->has_dev = device().ok;
     id->gid_index = dst_gid;

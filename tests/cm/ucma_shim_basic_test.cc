@@ -208,6 +208,55 @@ TEST_F(UcmaShim, ResolveAddrAndRouteToLoopback) {
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
+// ::1 names the device as 127.0.0.1 does; a wildcard bind conflicts with any holder of the port
+// (cma_check_port: EADDRNOTAVAIL), unless both allow reuse.
+TEST_F(UcmaShim, Ipv6LoopbackAndWildcardConflicts) {
+  rdma_cm_id* v6 = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &v6, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in6 a6{};
+  a6.sin6_family = AF_INET6;
+  a6.sin6_port = htons(kPort + 2);
+  a6.sin6_addr = in6addr_loopback;
+  ASSERT_EQ(rdma_bind_addr(v6, reinterpret_cast<sockaddr*>(&a6)), 0) << std::strerror(errno);
+  EXPECT_NE(v6->verbs, nullptr);
+  rdma_cm_id* any = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &any, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in wild = loopback(kPort + 2);
+  wild.sin_addr.s_addr = htonl(INADDR_ANY);
+  errno = 0;
+  EXPECT_EQ(rdma_bind_addr(any, sa(wild)), -1);
+  EXPECT_EQ(errno, EADDRNOTAVAIL);
+  EXPECT_EQ(rdma_destroy_id(any), 0);
+  EXPECT_EQ(rdma_destroy_id(v6), 0);
+  // An address that is not the device's cannot be bound.
+  rdma_cm_id* other = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &other, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in foreign = loopback(kPort + 2);
+  foreign.sin_addr.s_addr = inet_addr("192.0.2.1");
+  errno = 0;
+  EXPECT_EQ(rdma_bind_addr(other, sa(foreign)), -1);
+  EXPECT_EQ(errno, EADDRNOTAVAIL);
+  EXPECT_EQ(rdma_destroy_id(other), 0);
+}
+
+// The wildcard destination is this host: the source becomes its loopback address (cma_resolve_loopback).
+TEST_F(UcmaShim, WildcardDestinationResolvesToLoopback) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst = loopback(kPort);
+  dst.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(dst), 2000), 0) << std::strerror(errno);
+  rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_ADDR_RESOLVED);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  const auto* src = reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
+  EXPECT_EQ(src->sin_family, AF_INET);
+  EXPECT_EQ(src->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+  EXPECT_NE(src->sin_port, 0);
+  EXPECT_NE(id->verbs, nullptr);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
 TEST_F(UcmaShim, RemoteDestinationIsAddrError) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_TCP), 0);

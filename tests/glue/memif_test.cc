@@ -62,6 +62,19 @@ void expect_both_ways(DpdkPort& a, DpdkPort& b) {
   EXPECT_EQ(st.frames, lens.size());
 }
 
+// A glue_peer process, the memif client of the server socket `sock`, that echoes every test frame until a
+// stop frame or `idle_ms` without one. Returns its pid (< 0 if fork failed).
+pid_t start_echo_peer(const std::string& sock, int idle_ms) {
+  const std::string spec = "memif:socket=" + sock + ",role=client";
+  const std::string idle = std::to_string(idle_ms);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(GLUE_PEER, "glue_peer", "echo", spec.c_str(), idle.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
 void expect_pools_full(const DpdkPort& a, const DpdkPort& b) {
   EXPECT_EQ(a.pool_available(), a.pool_size()) << "port a leaked mbufs";
   EXPECT_EQ(b.pool_available(), b.pool_size()) << "port b leaked mbufs";
@@ -186,13 +199,8 @@ TEST(MemifProcesses, PeerKilledWhileBurstingIsSafe) {
     const std::string sock = dir.file("k.sock");
     auto server = open_or_fail("memif:socket=" + sock + ",role=server");
     ASSERT_TRUE(server);
-    const std::string spec = "memif:socket=" + sock + ",role=client";
-    const pid_t pid = fork();
+    const pid_t pid = start_echo_peer(sock, 10000);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      execl(GLUE_PEER, "glue_peer", "echo", spec.c_str(), "10000", static_cast<char*>(nullptr));
-      _exit(127);
-    }
     const bool up = server->wait_link_up(seconds(10));
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> echoed{0};
@@ -288,13 +296,8 @@ TEST(MemifProcesses, FramesCrossAndComeBack) {
   const std::string sock = dir.file("x.sock");
   auto server = open_or_fail("memif:socket=" + sock + ",role=server");
   ASSERT_TRUE(server);
-  const std::string spec = "memif:socket=" + sock + ",role=client";
-  const pid_t pid = fork();
+  const pid_t pid = start_echo_peer(sock, 5000);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl(GLUE_PEER, "glue_peer", "echo", spec.c_str(), "5000", static_cast<char*>(nullptr));
-    _exit(127);
-  }
   const bool up = server->wait_link_up(seconds(10));
   std::string err;
   bool ok = false;

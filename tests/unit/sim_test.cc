@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transport/sim/sim_network.h"
+#include "transport/wire/address.h"
 
 namespace uroce::sim {
 namespace {
@@ -84,8 +85,8 @@ class TestNode final : public SimNode {
   void fill(PktBuf* b, uint64_t seq) {
     const Planned& p = plan_[seq];
     b->len = std::max(p.len, kMinLen);
-    write_mac(b->data, p.dst);
-    write_mac(b->data + 6, mac_);
+    wire::mac_from_u64(b->data, p.dst);
+    wire::mac_from_u64(b->data + 6, mac_);
     b->data[12] = kEtherTypeExperimental >> 8;
     b->data[13] = kEtherTypeExperimental & 0xff;
     std::memcpy(b->data + 14, &id_, 4);
@@ -129,7 +130,7 @@ class TestNode final : public SimNode {
       for (uint16_t i = 0; i < n; ++i) {
         Rx r{};
         r.time = net_.now_ns();
-        r.dst = read_mac(b[i]->data);
+        r.dst = wire::mac_to_u64(b[i]->data);
         std::memcpy(&r.src, b[i]->data + 14, 4);
         std::memcpy(&r.seq, b[i]->data + 18, 8);
         uint32_t h;

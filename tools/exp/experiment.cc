@@ -6,6 +6,7 @@
 
 #include "transport/sim/fabric.h"
 #include "transport/sim/fabric_queue.h"
+#include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::exp {
@@ -14,12 +15,6 @@ namespace {
 
 constexpr uint32_t kAccessAll =
     kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-
-uint64_t mac_u64(const wire::MacAddr& m) {
-  uint64_t v = 0;
-  for (uint8_t b : m) v = v << 8 | b;
-  return v;
-}
 
 }  // namespace
 
@@ -144,7 +139,7 @@ uint32_t Experiment::add_host(const HostConfig& cfg) {
   dc.cc = cfg.cc;
   dc.cc_params = cfg.cc_params;
   sim::PortConfig pc;
-  pc.mac = mac_u64(dc.mac);
+  pc.mac = wire::mac_to_u64(dc.mac);
   pc.pool_frames = 512;
   pc.tx_ring_frames = 64;
   h->port = &net_.add_port(pc);

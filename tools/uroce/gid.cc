@@ -1,5 +1,7 @@
 #include "tools/uroce/gid.h"
 
+#include "transport/wire/address.h"
+
 #include <arpa/inet.h>
 
 #include <cstdio>
@@ -30,17 +32,9 @@ std::optional<IpAddress> parse_ip(std::string_view text) {
   return ip;
 }
 
-std::string gid_text(const Gid& gid) {
-  std::string out;
-  char group[8];
-  for (int i = 0; i < 8; ++i) {
-    std::snprintf(group, sizeof group, "%s%02x%02x", i == 0 ? "" : ":", gid[2 * i], gid[2 * i + 1]);
-    out += group;
-  }
-  return out;
-}
+std::string gid_text(const Gid& gid) { return wire::gid_text(gid); }
 
-Mac mac_for(const IpAddress& ip) { return {0x02, 0x00, ip.gid[12], ip.gid[13], ip.gid[14], ip.gid[15]}; }
+Mac mac_for(const IpAddress& ip) { return wire::mac_for_gid(ip.gid); }
 
 std::string guid_text(const Mac& mac) {
   const uint8_t eui[8] = {

@@ -34,13 +34,6 @@ bool is_file(const fs::path& p) {
 
 }  // namespace
 
-fs::path runtime_base(bool create) {
-  runtime::RuntimeDir dir;
-  std::string err;
-  if (!runtime::runtime_dir(create, &dir, &err)) throw std::runtime_error(err);
-  return dir.path;
-}
-
 fs::path tree_root(const fs::path& base, const std::string& dev, const std::string& ip) {
   return base / (dev + "-" + ip) / "sysfs";
 }
@@ -49,14 +42,6 @@ fs::path dev_dir() {
   const std::string v = env_or_empty("UROCE_DEV_DIR");
   return v.empty() ? fs::path(kDefaultDevDir) : fs::path(v);
 }
-
-fs::path self_exe() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe;
-}
-
-fs::path self_dir() { return self_exe().parent_path(); }
 
 Libs find_libs() {
   std::vector<Libs> layouts;

@@ -4,13 +4,14 @@
 #include <filesystem>
 #include <string>
 
+#include "runtime/runtime_dir.h"
+
 namespace uroce::tools {
 
-// The per-user runtime directory (runtime/runtime_dir.h: ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>, or a
-// fallback uroce-<uid>.N when that one belongs to someone else or is not private). With `create` it is made
-// if missing; without, the path a creating call would choose is returned even if it does not exist yet.
-// Throws std::runtime_error (naming the paths and what to do) when no candidate is usable.
-std::filesystem::path runtime_base(bool create);
+// The per-user runtime directory and the running executable: runtime/runtime_dir.h.
+using runtime::runtime_base;
+using runtime::self_dir;
+using runtime::self_exe;
 
 // <base>/<dev>-<ip>/sysfs: the SYSFS_PATH for one device and address.
 std::filesystem::path tree_root(const std::filesystem::path& base, const std::string& dev,
@@ -35,9 +36,5 @@ Libs find_libs();
 
 // RDMAV_DRIVERS value for a provider path: the path without the "-rdmav34.so" suffix libibverbs appends.
 std::string rdmav_drivers_value(const std::filesystem::path& provider);
-
-// The running executable (/proc/self/exe) and its directory; empty if unknown.
-std::filesystem::path self_exe();
-std::filesystem::path self_dir();
 
 }  // namespace uroce::tools

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/runtime_dir.h"
 #include "runtime/uroced_request.h"
-#include "tools/uroce/paths.h"
 
 namespace uroce::uroced {
 
@@ -31,7 +31,7 @@ bool request(const std::string& line, std::string* reply, std::string* err) {
 
 fs::path find_uroced() {
   if (const char* v = std::getenv("UROCED"); v && *v) return v;
-  const fs::path dir = tools::self_dir();
+  const fs::path dir = runtime::self_dir();
   std::error_code ec;
   if (!dir.empty()) {
     for (const fs::path& p : {dir / "uroced" / "uroced", dir / "uroced"})
@@ -61,7 +61,7 @@ bool ensure_daemon(std::string* err) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     *err = "starting " + exe.string() + " --daemon failed (see " +
-           log_path(tools::runtime_base(true)).string() + ")";
+           log_path(runtime::runtime_base(true)).string() + ")";
     return false;
   }
   // The launcher returns once the daemon listens; allow for a daemon that was exiting as we looked.

@@ -27,8 +27,9 @@
 #include "pmd_glue/dpdk_eal.h"
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
+#include "runtime/yield_backoff.h"
 #include "tools/uroced/client.h"
-#include "transport/yield_backoff.h"
+#include "transport/wire/address.h"
 
 namespace uroce::uroced {
 
@@ -66,15 +67,6 @@ std::string ip_text(uint32_t ip) {
   in_addr a{htonl(ip)};
   char buf[INET_ADDRSTRLEN];
   return inet_ntop(AF_INET, &a, buf, sizeof buf);
-}
-
-Mac mac_for_ip(uint32_t ip) {  // the uroce convention (transport mac_for_gid): 02:00 + the IPv4 address
-  return {0x02,
-          0x00,
-          static_cast<uint8_t>(ip >> 24),
-          static_cast<uint8_t>(ip >> 16),
-          static_cast<uint8_t>(ip >> 8),
-          static_cast<uint8_t>(ip)};
 }
 
 }  // namespace
@@ -217,7 +209,7 @@ int Daemon::run() {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of tens of microseconds mean what they say
 
   uint64_t last_work = now_ns(), last_control = last_work, nap = kMinNapNs;
-  YieldBackoff backoff;
+  runtime::YieldBackoff backoff;
   while (!stop_ && !g_signalled) {
     const uint64_t now = now_ns();
     const bool work = sw_.poll(now) != 0;
@@ -425,7 +417,7 @@ std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* er
     return "";
   }
   l->switch_id = sw_.add_port(l->port.get(), l->ip_text, pc, now_ns());
-  sw_.add_static_mac(mac_for_ip(l->ip), l->switch_id);
+  sw_.add_static_mac(wire::mac_for_ipv4(l->ip), l->switch_id);
   log("lease %s to pid %d (port %d, %s)", l->ip_text.c_str(), pid, l->switch_id, l->socket.c_str());
   const std::string reply = "ok ip=" + l->ip_text + " port=memif:socket=" + l->socket + ",role=client";
   leases_.push_back(std::move(l));

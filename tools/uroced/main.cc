@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "tools/uroce/paths.h"
+#include "runtime/runtime_dir.h"
 #include "tools/uroced/client.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/daemon.h"
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (dc.action != Action::kRun) return client_action(dc);
-    const std::filesystem::path base = uroce::tools::runtime_base(true);
+    const std::filesystem::path base = uroce::runtime::runtime_base(true);
     if (dc.daemon) return launch_daemon(dc, base);
     int rc = 1;
     {

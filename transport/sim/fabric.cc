@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "transport/sim/sim_switch.h"
+#include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::sim {
@@ -149,8 +150,8 @@ bool mark_ce(uint8_t* f, const FrameClass& c) {
 
 uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p) {
   std::memset(out, 0, kPfcFrameLen);
-  write_mac(out, kPfcDstMac);
-  write_mac(out + 6, src_mac);
+  wire::mac_from_u64(out, kPfcDstMac);
+  wire::mac_from_u64(out + 6, src_mac);
   wr16(out + 12, kEtherTypeMacControl);
   wr16(out + 14, kPfcOpcode);
   wr16(out + 16, p.enable);

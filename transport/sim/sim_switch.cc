@@ -1,5 +1,7 @@
 #include "transport/sim/sim_switch.h"
 
+#include "transport/wire/address.h"
+
 namespace uroce::sim {
 namespace {
 
@@ -33,8 +35,8 @@ void SimSwitch::forward(uint32_t in, const SimFrame& f, uint64_t now) {
     ++counters_.no_buffer;
     return;
   }
-  const uint64_t dst = read_mac(b->data);
-  const uint64_t src = read_mac(b->data + 6);
+  const uint64_t dst = wire::mac_to_u64(b->data);
+  const uint64_t src = wire::mac_to_u64(b->data + 6);
   if (cfg_.learn && !(src & kGroupBit)) table_[src] = in;
 
   if (dst & kGroupBit) {

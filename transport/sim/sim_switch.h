@@ -30,6 +30,7 @@
 #include "transport/sim/fabric_queue.h"
 #include "transport/sim/link.h"
 #include "transport/sim/rng.h"
+#include "transport/wire/address.h"
 
 namespace uroce::sim {
 
@@ -130,16 +131,5 @@ class SimSwitch final : public QueueOwner, public EventTarget {
   std::vector<SwitchPortCounters> port_cnt_;
   uint64_t used_ = 0;  // shared buffer bytes held
 };
-
-// The 48-bit MAC at p[0..6), p[0] in bits 47..40.
-inline uint64_t read_mac(const uint8_t* p) {
-  uint64_t m = 0;
-  for (int i = 0; i < 6; ++i) m = (m << 8) | p[i];
-  return m;
-}
-
-inline void write_mac(uint8_t* p, uint64_t mac) {
-  for (int i = 5; i >= 0; --i, mac >>= 8) p[i] = static_cast<uint8_t>(mac);
-}
 
 }  // namespace uroce::sim

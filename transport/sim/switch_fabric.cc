@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "transport/sim/sim_switch.h"
+#include "transport/wire/address.h"
 
 namespace uroce::sim {
 
@@ -77,7 +78,7 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
           .return_credits(m.prio, credit_blocks(len), now + feeder_[in]->config().delay_ns);
   };
 
-  const uint64_t dst = read_mac(f.buf->data);
+  const uint64_t dst = wire::mac_to_u64(f.buf->data);
   uint32_t out;
   if (const std::vector<uint32_t>* r = route(dst); r != nullptr && !r->empty()) {
     out = (*r)[r->size() == 1 ? 0 : cls.flow_hash % r->size()];

@@ -164,6 +164,32 @@ inline uint8_t aeth_syndrome(AethKind kind, uint8_t value) {
   return static_cast<uint8_t>((static_cast<uint8_t>(kind) << 5) | (value & 0x1F));
 }
 
+// The value of a NAK syndrome (IBA table 43).
+enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvReq = 1, kNakRemAccess = 2, kNakRemOp = 3, kNakInvRdReq = 4 };
+
+// IBA table 45: RNR NAK timer field (5 bits) -> minimum delay, in nanoseconds. Code 0 is the longest.
+inline constexpr uint64_t kRnrDelayNs[32] = {
+    655'360'000, 10'000,     20'000,     30'000,      40'000,      60'000,      80'000,      120'000,
+    160'000,     240'000,    320'000,    480'000,     640'000,     960'000,     1'280'000,   1'920'000,
+    2'560'000,   3'840'000,  5'120'000,  7'680'000,   10'240'000,  15'360'000,  20'480'000,  30'720'000,
+    40'960'000,  61'440'000, 81'920'000, 122'880'000, 163'840'000, 245'760'000, 327'680'000, 491'520'000};
+
+// IBA table 44: AETH credit code -> number of receive WQEs; code 31 means "no credit limit".
+inline constexpr int64_t kCreditCount[31] = {
+    0,   1,   2,   3,   4,    6,    8,    12,   16,   24,   32,   48,    64,    96,    128,  192,
+    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+
+// The minimum delay an RNR NAK's timer code asks for.
+inline uint64_t rnr_timer_ns(uint8_t code) { return kRnrDelayNs[code & 31]; }
+// Receive WQEs an ACK's credit code grants (code 31: no limit, -1 here).
+inline int64_t aeth_credit_count(uint8_t code) { return (code & 31) == 31 ? -1 : kCreditCount[code & 31]; }
+// The largest credit code that does not promise more than `available` receive WQEs (0..30).
+inline uint8_t aeth_credit_code(uint64_t available) {
+  uint8_t code = 0;
+  while (code < 30 && kCreditCount[code + 1] <= static_cast<int64_t>(available)) ++code;
+  return code;
+}
+
 inline uint8_t ipv4_ihl_bytes(const Ipv4Hdr& h) { return static_cast<uint8_t>((h.ver_ihl & 0xF) * 4); }
 inline uint8_t ipv4_version(const Ipv4Hdr& h) { return h.ver_ihl >> 4; }
 inline uint8_t ipv6_version(const Ipv6Hdr& h) { return static_cast<uint8_t>(h.ver_tc_flow.get() >> 28); }

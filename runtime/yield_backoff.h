@@ -7,25 +7,30 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <cstdint>
 
-#include "transport/clock.h"
-
-namespace uroce {
+namespace uroce::runtime {
 
 class YieldBackoff {
  public:
   static constexpr uint64_t kLongNs = 1'000'000, kOffNs = 20'000'000;
 
-  // Yields unless backing off. `now_ns` is a SteadyClock reading taken just before.
+  // The std::chrono::steady_clock reading in nanoseconds that yield() expects.
+  static uint64_t now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  // Yields unless backing off. `now_ns` is a now_ns() (or SteadyClock) reading taken just before.
   void yield(uint64_t now_ns) {
     if (now_ns < off_until_) return;
     sched_yield();
-    if (SteadyClock().now_ns() - now_ns >= kLongNs) off_until_ = now_ns + kOffNs;
+    if (YieldBackoff::now_ns() - now_ns >= kLongNs) off_until_ = now_ns + kOffNs;
   }
 
  private:
   uint64_t off_until_ = 0;
 };
 
-}  // namespace uroce
+}  // namespace uroce::runtime

@@ -1,0 +1,2 @@
+// Must not compile in a pure layer (layer_rules): libibverbs.
+#include <infiniband/verbs.h>

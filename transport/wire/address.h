@@ -1,0 +1,49 @@
+// Addresses as uroce writes and reads them: the MAC a uroce endpoint derives from its GID, a MAC as a
+// 48-bit integer (for tables keyed by MAC), and the text form of a GID that sysfs and the tools print.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "transport/wire/headers.h"
+
+namespace uroce::wire {
+
+// uroce endpoints derive their MAC from their address: 02:00 (locally administered, unicast) and the low 32
+// bits of the GID (the IPv4 address of an IPv4-mapped GID), so two uroce devices reach each other without
+// ARP. Ports with real neighbours resolve MACs instead (DeviceConfig::resolve).
+inline MacAddr mac_for_gid(const Ipv6Addr& gid) { return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]}; }
+
+// The same for an IPv4 address in host order.
+inline MacAddr mac_for_ipv4(uint32_t ip) {
+  return {0x02,
+          0x00,
+          static_cast<uint8_t>(ip >> 24),
+          static_cast<uint8_t>(ip >> 16),
+          static_cast<uint8_t>(ip >> 8),
+          static_cast<uint8_t>(ip)};
+}
+
+// The 48-bit MAC at p[0..6) as an integer, p[0] in bits 47..40; and back.
+inline uint64_t mac_to_u64(const uint8_t* p) {
+  uint64_t m = 0;
+  for (int i = 0; i < 6; ++i) m = (m << 8) | p[i];
+  return m;
+}
+inline uint64_t mac_to_u64(const MacAddr& m) { return mac_to_u64(m.data()); }
+inline void mac_from_u64(uint8_t* p, uint64_t mac) {
+  for (int i = 5; i >= 0; --i, mac >>= 8) p[i] = static_cast<uint8_t>(mac);
+}
+
+// "fe80:0000:0000:0000:0202:c9ff:fe00:0001": eight groups of four hex digits, as sysfs gids/N shows a GID.
+inline std::string gid_text(const Ipv6Addr& g) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+                g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14],
+                g[15]);
+  return buf;
+}
+
+}  // namespace uroce::wire
