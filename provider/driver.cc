@@ -10,6 +10,7 @@
 #include <fstream>
 #include <new>
 
+#include "provider/cm_service.h"
 #include "provider/provider.h"
 #include "transport/params.h"
 
@@ -178,4 +179,6 @@ void fill_device_ops(verbs_context_ops* ops) {
 extern "C" const verbs_device_ops verbs_provider_uroce = uroce::provider::kDeviceOps;
 __attribute__((constructor)) static void uroce_register_driver() {
   verbs_register_driver_34(&verbs_provider_uroce);
+  // librdmacm loads the provider (ibv_get_device_list) before it creates its first id.
+  uroce::provider::register_cm_backend();
 }

@@ -158,6 +158,8 @@ void Engine::start_control(const EngineConfig& cfg) {
                  cfg.device.name.c_str(), err.c_str());
 }
 
+bool Engine::link_up() const { return !dpdk_ || dpdk_->link_up(); }
+
 void Engine::wake() {
   const uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
@@ -249,8 +251,8 @@ void Engine::run() {
     } else if (!lock.try_lock()) {
       sleep_ns = kPollingMinNapNs;  // an application thread is inside a verb, running the pass
     } else {
-      const uint32_t work = dev_->progress();
-      const uint64_t deadline = dev_->next_deadline();
+      const uint32_t work = pass_locked();
+      const uint64_t deadline = next_deadline_locked();
       now = clock_.now_ns();
       if (work || deadline <= now) {
         last_work = now;
@@ -285,12 +287,23 @@ void Engine::run() {
   }
 }
 
+uint32_t Engine::pass_locked() {
+  uint32_t work = dev_->progress();
+  if (hook_) work += hook_->pass();
+  return work;
+}
+
+uint64_t Engine::next_deadline_locked() const {
+  const uint64_t d = dev_->next_deadline();
+  return hook_ ? std::min(d, hook_->next_deadline()) : d;
+}
+
 void Engine::progress_locked() {
-  dev_->progress();
+  pass_locked();
   // The progress thread sleeps until sleeping_until_ (0: it is awake). If this pass left work due earlier
   // (a frame for a one-sided target, a new timer), it must look again now.
   const uint64_t asleep = sleeping_until_.load(std::memory_order_relaxed);
-  if (asleep && dev_->next_deadline() < asleep) wake();
+  if (asleep && next_deadline_locked() < asleep) wake();
 }
 
 }  // namespace uroce::provider

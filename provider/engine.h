@@ -39,6 +39,17 @@ namespace uroce::provider {
 
 class Sleeper;
 
+// A second client of the engine's progress pass (the connection manager, cm_service.h): run under mu()
+// right after the device's own pass, from the progress thread and from application threads alike.
+class PassHook {
+ public:
+  virtual ~PassHook() = default;
+  // Returns the work done (0 when idle), as Device::progress.
+  virtual uint32_t pass() = 0;
+  // When pass() next has something to do without new packets (kNever: nothing).
+  virtual uint64_t next_deadline() const = 0;
+};
+
 struct EngineConfig {
   DeviceConfig device;
   // UROCE_PORT: "loopback" (in-process only) or a DPDK port spec (pmd_glue/dpdk_spec.h), e.g.
@@ -62,6 +73,11 @@ class Engine {
   Device& dev() { return *dev_; }
   // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
   void progress_locked();
+  // Whether frames can leave: the DPDK port's link is up (a memif link comes up some milliseconds after the
+  // engine starts); always for the in-process loopback port.
+  bool link_up() const;
+  // Installs (or, with nullptr, removes) the hook of the progress pass; the caller holds mu().
+  void set_pass_hook(PassHook* hook) { hook_ = hook; }
   // Writes the device counters, drop reasons and port statistics on one line (UROCE_STATS_ON_EXIT=1).
   void print_stats(FILE* out);
 
@@ -114,6 +130,8 @@ class Engine {
 
  private:
   void run();
+  uint32_t pass_locked();  // the device's pass, then the hook's
+  uint64_t next_deadline_locked() const;
   void deliver_async_events();
   void start_control(const EngineConfig& cfg);
 
@@ -122,6 +140,7 @@ class Engine {
   glue::DpdkPort* dpdk_ = nullptr;  // port_ when it is a DPDK port
   SteadyClock clock_;
   std::unique_ptr<Device> dev_;
+  PassHook* hook_ = nullptr;  // under mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again

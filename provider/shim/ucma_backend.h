@@ -64,6 +64,9 @@ struct uroce_cm_conn {
   uint8_t local_ack_timeout;
   uint8_t min_rnr_timer;
   uint8_t reserved;
+  /* The peer's GID for RTR's ah_attr.dgid when it is not the address the id resolved (under uroced a
+   * client names 127.0.0.1 but the listener's GID is its leased address); all zero: the id's dgid. */
+  uint8_t dgid[16];
 };
 
 /* Entry points return 0 or a negative errno, which the ucma command fails with. None blocks on the network.

@@ -43,7 +43,11 @@ int make_qp_attr(const Id& id, uint32_t qp_state, ib_uverbs_qp_attr* a) {
     case IBV_QPS_RTR:
       a->qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-      std::memcpy(a->ah_attr.grh.dgid, id.dgid, 16);
+      {
+        static const uint8_t kZero[16] = {};
+        const bool peer_gid = std::memcmp(c.dgid, kZero, 16) != 0;
+        std::memcpy(a->ah_attr.grh.dgid, peer_gid ? c.dgid : id.dgid, 16);
+      }
       a->ah_attr.grh.flow_label = ntohl(id.path.flow_label);
       a->ah_attr.grh.sgid_index = static_cast<uint8_t>(id.gid_index);
       a->ah_attr.grh.hop_limit = id.path.hop_limit;

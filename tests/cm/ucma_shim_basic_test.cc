@@ -192,7 +192,8 @@ TEST_F(UcmaShim, ResolveAddrAndRouteToLoopback) {
   EXPECT_EQ(attr.port_num, 1);
   EXPECT_EQ(attr.pkey_index, 0);
 
-  // No connection manager yet: CONNECT is accepted and answered with UNREACHABLE (-ENOSYS).
+  // Nothing listens on the port (this process is alone on its in-process port): CONNECT is accepted and the
+  // provider's CM answers with REJECTED 8, as a kernel's CM rejects a REQ for a service nobody listens on.
   rdma_conn_param param{};
   param.qp_num = 0x123;
   param.responder_resources = 1;
@@ -200,9 +201,9 @@ TEST_F(UcmaShim, ResolveAddrAndRouteToLoopback) {
   param.retry_count = 7;
   param.rnr_retry_count = 7;
   ASSERT_EQ(rdma_connect(id, &param), 0) << std::strerror(errno);
-  ev = expect_event(ch_, RDMA_CM_EVENT_UNREACHABLE);
+  ev = expect_event(ch_, RDMA_CM_EVENT_REJECTED);
   ASSERT_NE(ev, nullptr);
-  EXPECT_EQ(ev->status, -ENOSYS);
+  EXPECT_EQ(ev->status, 8);
   EXPECT_EQ(rdma_ack_cm_event(ev), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
@@ -418,7 +419,7 @@ TEST_F(UcmaShim, BackendDrivesAConnectionRequest) {
   req.path.hop_limit = 64;
   uint32_t child = 0;
   ASSERT_EQ(create_conn(g_fake.listener.id, &req, &child), 0);
-  const uroce_cm_conn conn{0x99, 0x111, 0x222, 3, 2, 3, 7, 7, 19, 0, 0};
+  const uroce_cm_conn conn{0x99, 0x111, 0x222, 3, 2, 3, 7, 7, 19, 0, 0, {}};
   ASSERT_EQ(set_conn(child, &conn), 0);
   ConnParam p{};
   p.qp_num = 0x99;

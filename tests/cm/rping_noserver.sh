@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# rping_noserver.sh UROCE UROCED
+# An rping client with nothing listening, through the host switch (bare `uroce run`) and on the in-process
+# port (UROCE_PORT=loopback): as with a kernel CM's REJ 8 (invalid service ID), it must get
+# RDMA_CM_EVENT_REJECTED with status 8 at once and exit non-zero, not wait for the REQ's ~98 s of retries.
+set -u
+uroce=$1 uroced=$2
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+command -v rping >/dev/null || { echo "SKIP: rping not installed (rdmacm-utils)"; exit 77; }
+uroce_require_setup "$uroce"
+dir=$(mktemp -d)
+export XDG_RUNTIME_DIR=$dir
+trap '"$uroced" --stop >/dev/null 2>&1; rm -rf "$dir"' EXIT
+port=$((20000 + $$ % 20000))
+for mode in uroced loopback; do
+  if [ $mode = uroced ]; then unset UROCE_PORT; else export UROCE_PORT=loopback; fi
+  start=$(date +%s%N)
+  out=$(timeout 10 "$uroce" run -- rping -c -a 127.0.0.1 -p "$port" -v -C 1 2>&1)
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  printf -- '--- %s: exit %s after %s ms\n%s\n' "$mode" "$rc" "$ms" "$out"
+  [ $rc != 124 ] || { echo "FAIL: $mode: the client hung"; exit 1; }
+  [ $rc != 0 ] || { echo "FAIL: $mode: the client succeeded with no server"; exit 1; }
+  grep -q "RDMA_CM_EVENT_REJECTED, error 8" <<<"$out" || { echo "FAIL: $mode: no REJECTED 8"; exit 1; }
+  [ $ms -lt 3000 ] || { echo "FAIL: $mode: REJECTED took $ms ms"; exit 1; }
+done
+echo "PASS: no listener is REJECTED 8 at once"
