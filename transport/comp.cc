@@ -193,8 +193,7 @@ SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
 // Bookkeeping once the response that ends a READ or ATOMIC is placed.
 void Qp::comp_rd_atomic_done(SendWqe& w, bool oldest) {
   w.state = WqeState::kDone;
-  --rd_atomic_out_;
-  if (!oldest) return;  // completes in order, after the older ones
+  if (!oldest) return;  // completes in order, after the older ones (and still counts as outstanding)
   una_ = psn_add(last_psn(w), 1);
   if (una_ == psn_hw_) retry_deadline_ = kNever;
   comp_retire();
@@ -207,9 +206,12 @@ void Qp::comp_read_response(const ParsedPacket& pkt) {
   if (!w) return;
   const uint32_t m = pkt.op().mask;
   const uint64_t left = w->length - w->read_done;
-  // A response stream starts (FIRST/ONLY) where the last READ request asked it to: a re-sent READ is a new
-  // request for the rest of the data.
-  const bool first_ok = (w->read_done / mtu() == w->read_req_pkt) == bool(m & kStartsMessage);
+  // The READ's first response starts a stream (FIRST/ONLY). Later, the packet at the expected PSN is right
+  // from whichever stream carries it: the one a re-sent READ asked for (FIRST/ONLY at its PSN), or the
+  // earlier stream still on its way (MIDDLE/LAST), which a responder keeps sending instead of answering a
+  // duplicate READ it will reach anyway. Both carry the same bytes for a PSN; refusing the earlier stream
+  // would leave nothing the requester accepts, retry after retry.
+  const bool first_ok = (m & kStartsMessage) || w->read_done > 0;
   const bool len_ok = (m & kEndsMessage) ? pkt.payload_len == left : pkt.payload_len == mtu() && left > mtu();
   if (!first_ok || !len_ok) {
     dev_->cnt().add(Counter::kDropMalformed);
@@ -254,6 +256,10 @@ void Qp::comp_retire() {
       enter_error();
       return;
     }
+    // A READ or ATOMIC stops counting against max_rd_atomic only now, retired in order: until then an older
+    // one may be asked again, and the responder must still hold its saved resource (it keeps one per
+    // outstanding request and reuses them in turn, so a new READ sent earlier would have replaced it).
+    if (is_rd_atomic(w.opcode)) --rd_atomic_out_;
     complete_send(w, WcStatus::kSuccess);
     ++comp_idx_;
   }

@@ -58,7 +58,6 @@ struct SendWqe {
   uint32_t first_psn = 0;
   uint32_t npkts = 0;         // packets of the message (READ: of its responses)
   uint64_t read_done = 0;     // READ: response bytes placed so far
-  uint32_t read_req_pkt = 0;  // READ: the response packet the last (re-)sent request started at
   WrOpcode opcode = WrOpcode::kSend;
   WqeState state = WqeState::kPosted;
   WcStatus status = WcStatus::kSuccess;
@@ -247,7 +246,7 @@ class Qp {
   uint32_t npsn_ = 0;           // next PSN not yet assigned to a WQE
   uint32_t psn_hw_ = 0;         // one past the highest PSN ever transmitted (to count retransmissions)
   uint32_t una_ = 0;            // oldest PSN not acknowledged
-  uint32_t rd_atomic_out_ = 0;  // READ/ATOMIC WQEs sent and not completed
+  uint32_t rd_atomic_out_ = 0;  // READ/ATOMIC WQEs sent and not yet retired (completed in order)
   uint32_t pkts_since_ackreq_ = 0;
   uint8_t retry_left_ = 0;
   uint8_t rnr_retry_left_ = 0;

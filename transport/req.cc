@@ -208,7 +208,6 @@ bool Qp::req_send_packet(SendWqe& w) {
   if (w.opcode == WrOpcode::kRdmaRead) {
     // A re-sent READ asks only for what has not arrived: it starts at response packet k, with that PSN.
     h.bth.opcode = op::kRcReadRequest;
-    w.read_req_pkt = k;
     h.reth = {w.remote_addr + offset, w.rkey, static_cast<uint32_t>(w.length - std::min(offset, w.length))};
   } else if (is_atomic(w.opcode)) {
     h.bth.opcode = w.opcode == WrOpcode::kAtomicCmpAndSwp ? op::kRcCmpSwap : op::kRcFetchAdd;

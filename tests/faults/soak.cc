@@ -295,8 +295,11 @@ void connect_qp(Verbs* v, const Wire& r) {
   a = {};
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = v->local.psn;
-  a.timeout = 12;   // 16.8 ms local ACK timeout
-  a.retry_cnt = 7;  // under 1% loss a packet lost 8 times in a row is ~1e-16
+  // 67 ms local ACK timeout, 7 retries: under 1% loss a packet lost 8 times in a row is ~1e-16, and the
+  // ~0.5 s without progress they allow outlasts the scheduling stalls of a loaded 2-core machine (uroced
+  // not run for 50 ms at a time was seen in CI; 16.8 ms x 7 did not outlast a few of those).
+  a.timeout = 14;
+  a.retry_cnt = 7;
   a.rnr_retry = 7;  // infinite: the server reposts receives as fast as it checks them
   a.max_rd_atomic = v->rd_atomic;
   if (ibv_modify_qp(v->qp, &a,

@@ -152,5 +152,69 @@ TEST_F(Completer, GhostStaleAndMalformedResponsesChangeNothing) {
   EXPECT_EQ(env.qp->state(), QpState::kRts);
 }
 
+// A READ answered while an older one is still missing is done, but it has not retired: the responder keeps
+// one saved resource per outstanding READ/ATOMIC (max_dest_rd_atomic of them, reused in turn), and the
+// older READ may still be asked again. So a newer READ may not go out until the older ones complete in
+// order; otherwise its resource would replace the older READ's and every retry of that would be dropped,
+// ending in RETRY_EXC_ERR with the responder holding all the data.
+TEST(CompleterRdAtomic, ANewReadWaitsUntilAnAnsweredOneRetiresInOrder) {
+  test::ProtoOptions o;
+  o.max_rd_atomic = 2;
+  ProtoEnv env(o);
+  env.unlimited_credits();
+  const uint32_t p = env.opt.sq_psn;
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 0, 2048, 1, 0x10000, 5), 0);  // A: PSNs p, p+1
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 4096, 8, 2, 0x20000, 5), 0);  // B: p+2
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 8192, 8, 3, 0x30000, 5), 0);  // C: p+3, over the limit of 2
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  // B is answered; A's responses were lost.
+  const std::vector<uint8_t> data = pattern(8, 1);
+  env.inject_read_resp(op::kRcReadRespOnly, p + 2, data, 1);
+  f = env.run();
+  for (const Emitted& e : f)
+    EXPECT_NE(e.psn(), p + 3)
+        << "C went out while A (answered later, in order) still held a responder resource";
+  // A is answered now (re-asked or not): A and B complete, then C goes out.
+  const std::vector<uint8_t> a = pattern(2048, 2);
+  const std::span<const uint8_t> ad(a);
+  env.inject_read_resp(op::kRcReadRespFirst, p, ad.subspan(0, 1024), 1);
+  env.inject_read_resp(op::kRcReadRespLast, p + 1, ad.subspan(1024), 1);
+  f = env.run();
+  bool c_sent = false;
+  for (const Emitted& e : f) c_sent = c_sent || (e.psn() == p + 3 && e.opcode() == op::kRcReadRequest);
+  EXPECT_TRUE(c_sent) << "C never went out after A and B completed";
+  const std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[1].wr_id, 2u);
+}
+
+// The local ACK timeout re-sends a READ from its first missing packet while the responder is still sending
+// the original stream (it was slow, not lost): the rest of that stream (MIDDLE, LAST) is accepted, since a
+// responder need not answer a duplicate READ its running stream will cover anyway.
+TEST_F(Completer, AReadReSentWhileItsFirstStreamIsStillComingTakesThatStream) {
+  ASSERT_EQ(env.post(WrOpcode::kRdmaRead, 0, 2500, 7, 0x10000, 5), 0);  // 3 packets: p, p+1, p+2
+  ASSERT_EQ(env.run().size(), 1u);
+  const std::vector<uint8_t> data = pattern(2500, 4);
+  const std::span<const uint8_t> d(data);
+  env.inject_read_resp(op::kRcReadRespFirst, p, d.subspan(0, 1024), 1);
+  env.run();
+  // No more responses for a local ACK timeout: the READ is asked again from packet 1.
+  const std::vector<Emitted> again = env.next();
+  ASSERT_FALSE(again.empty());
+  EXPECT_EQ(again[0].opcode(), op::kRcReadRequest);
+  EXPECT_EQ(again[0].psn(), p + 1);
+  // The original stream goes on.
+  env.inject_read_resp(op::kRcReadRespMiddle, p + 1, d.subspan(1024, 1024));
+  env.inject_read_resp(op::kRcReadRespLast, p + 2, d.subspan(2048), 1);
+  env.run();
+  const std::vector<Wc> wc = env.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[0].wr_id, 7u);
+  EXPECT_EQ(env.bytes(0, 2500), data);
+}
+
 }  // namespace
 }  // namespace uroce
