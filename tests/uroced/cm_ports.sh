@@ -2,7 +2,8 @@
 # cm_ports.sh UROCE UROCED
 # The host's RDMA CM port spaces through uroced's control socket: two lease holders (two processes) cannot
 # bind the same TCP-space port on loopback, a lookup of 127.0.0.1:PORT names the listener's lease address,
-# port 0 gets an ephemeral port, requests without a lease are refused, and a process's ports go with it.
+# port 0 gets an ephemeral port, a leaseholder's forked child binds with its parent's lease, requests from a
+# process without a lease (or a leaseholding parent) are refused, and a process's ports go with it.
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -20,7 +21,7 @@ sock=$(ls "$dir"/uroce-*/uroced.sock) || fail "no control socket"
 holder() {  # NAME
   mkfifo "$dir/$1.in"
   /usr/bin/python3 -u - "$sock" "$dir/$1.in" >"$dir/$1.out" <<'PY' &
-import socket, sys
+import os, socket, sys
 def ask(line):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sys.argv[1]); s.sendall((line + "\n").encode())
@@ -33,7 +34,15 @@ def ask(line):
 print(ask("lease"), flush=True)
 with open(sys.argv[2]) as f:
     for line in f:
-        print(ask(line.strip()), flush=True)
+        line = line.strip()
+        if line.startswith("child "):  # from a forked child of the leaseholder, as a forking server asks
+            pid = os.fork()
+            if pid == 0:
+                print(ask(line[6:]), flush=True)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        else:
+            print(ask(line), flush=True)
 PY
 }
 # ask NAME LINE: the holder's reply to LINE
@@ -64,9 +73,10 @@ r=$(ask b "cm bind 0x106 0.0.0.0 0")
 port=${r#ok port=}
 [ "$port" != "$r" ] && [ "$port" -gt 1023 ] || fail "ephemeral bind: $r"
 r=$(ask b "cm bind 0x106 $ipa 9000"); case $r in "error errno=99 "*) ;; *) fail "bind to a's address: $r";; esac
+r=$(ask a "child cm bind 0x106 0.0.0.0 7300"); [ "$r" = "ok port=7300" ] || fail "a's forked child could not bind with a's lease: $r"
 r=$(/usr/bin/python3 -c '
 import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"cm bind 0x106 127.0.0.1 7300\n")
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"cm bind 0x106 127.0.0.1 7301\n")
 print(s.recv(4096).decode().strip())' "$sock")
 case $r in "error errno=1 "*) ;; *) fail "a process without a lease bound a port: $r";; esac
 echo "binds, conflicts, lookup and ephemeral ports as expected (b got ephemeral port $port)"

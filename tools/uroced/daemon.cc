@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -94,6 +95,20 @@ std::pair<uint16_t, uint16_t> local_port_range() {
   if (f >> lo >> hi && lo > 0 && lo <= hi && hi <= 65535)
     return {static_cast<uint16_t>(lo), static_cast<uint16_t>(hi)};
   return {32768, 60999};
+}
+
+// The parent of `pid` from /proc/PID/stat (0 if unknown). The command name in parentheses may hold spaces
+// and parentheses: the fields after it start after the last ')'.
+pid_t parent_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
 }
 
 }  // namespace
@@ -450,10 +465,15 @@ std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
     if (!cm_ports_.lookup(sp, ip, pt, &l)) return fail(ECONNREFUSED, "no listener on " + w[3] + ":" + w[4]);
     return "ok ip=" + ip_text(l.own_ip) + " pid=" + std::to_string(l.pid);
   }
+  // The lease of the process or of its nearest ancestor that holds one: a server that forks a child per
+  // client (qperf) binds and listens from the child, which uses the address its parent leased.
   const Lease* mine = nullptr;
-  for (const auto& l : leases_)
-    if (l->pid == pid) mine = l.get();
-  if (!mine) return fail(EPERM, "process " + std::to_string(pid) + " holds no lease");
+  for (pid_t p = pid; p > 1 && !mine;) {
+    for (const auto& l : leases_)
+      if (l->pid == p) mine = l.get();
+    if (!mine) p = parent_of(p);
+  }
+  if (!mine) return fail(EPERM, "process " + std::to_string(pid) + " and its parents hold no lease");
   int rc = EINVAL;
   uint16_t bound = pt;
   if (w[1] == "bind") {
