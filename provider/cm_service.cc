@@ -230,9 +230,30 @@ CmService* CmService::get(std::string* err) {
   std::atexit([] {
     std::lock_guard g(g_service_mu);
     if (!g_service) return;
+    CmService& sv = *g_service;
+    std::vector<IdState> bound;
     {
-      std::lock_guard lock(g_service->engine_->mu());
-      g_service->engine_->set_pass_hook(nullptr);
+      std::lock_guard lock(sv.engine_->mu());
+      // As a kernel does when a process's rdma_cm file closes at exit: each connection still open ends on
+      // the wire (DREQ once established, REJ while being set up, DREP for a DREQ received), so the peer sees
+      // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. The MADs leave in
+      // the passes below; the port lingers for its peer when it closes.
+      for (auto& [id, st] : sv.ids_) {
+        if (!st.listener) sv.agent_->destroy(st.cm);
+        if (st.uroced_bound) bound.push_back(st);
+      }
+      sv.ids_.clear();
+      sv.by_cm_.clear();
+      sv.flush_locked();
+      for (int i = 0; i < 4; ++i) sv.engine_->progress_locked();
+      sv.engine_->set_pass_hook(nullptr);
+    }
+    // What this process bound in the host's port table (a forked child's bindings would otherwise stay
+    // until its leaseholding parent exits).
+    for (const IdState& st : bound) {
+      std::string reply;
+      uroced("cm unbind " + space_text(st.ps) + " " + st.bound_addr + " " + std::to_string(st.bound_port),
+             &reply);
     }
     g_service->engine_.reset();
     g_service = nullptr;  // the service itself is left: a late backend call finds no service
