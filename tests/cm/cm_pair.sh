@@ -31,13 +31,7 @@ fail() {
 
 UROCE_UCMA_TRACE=1 timeout 40 "$uroce" run -- "${server[@]}" >"$dir/server.log" 2>&1 &
 spid=$!
-listening=0
-for _ in $(seq 200); do
-  grep -q "LISTEN (7) -> ok" "$dir/server.log" && { listening=1; break; }
-  kill -0 "$spid" 2>/dev/null || break
-  sleep 0.1
-done
-[ $listening = 1 ] || fail "the server never listened"
+wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
 
 timeout 30 "$uroce" run -- "${client[@]}" >"$dir/client.log" 2>&1
 crc=$?

@@ -30,7 +30,7 @@ wait_for() {  # FILE PATTERN: up to 20 s
   for _ in $(seq 200); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   return 1
 }
-wait_for "$dir/server.log" "LISTEN (7) -> ok" || fail "the server never listened"
+wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
 "$uroce" capture --pid "$spid" -w "$dir/cm.pcap" --duration 30 >"$dir/capture.log" 2>&1 &
 cpid=$!
 wait_for "$dir/capture.log" "-> $dir/cm.pcap" || fail "the capture never started"

@@ -26,13 +26,7 @@ fail() { echo "FAIL: $*"; echo "--- server:"; cat "$XDG_RUNTIME_DIR/server.log";
 UROCE_UCMA_TRACE=1 timeout 40 "$uroce" run -- rping -s -a 127.0.0.1 -p "$port" -v \
   >"$XDG_RUNTIME_DIR/server.log" 2>&1 &
 server_pid=$!
-listening=0
-for _ in $(seq 200); do
-  grep -q "LISTEN (7) -> ok" "$XDG_RUNTIME_DIR/server.log" && { listening=1; break; }
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ $listening = 1 ] || fail "the server never listened"
+wait_cm_listen "$XDG_RUNTIME_DIR/server.log" "$server_pid" || fail "the server never listened"
 grep -q "BIND (20) -> -EAFNOSUPPORT" "$XDG_RUNTIME_DIR/server.log" || fail "the AF_IB probe did not fail"
 
 client=$(timeout 20 "$uroce" run -- rping -c -a 127.0.0.1 -p "$port" -C 1 -v 2>&1)

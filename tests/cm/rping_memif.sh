@@ -25,12 +25,7 @@ start_server() {
   UROCE_UCMA_TRACE=1 UROCE_PORT="memif:socket=$dir/m$1.sock,role=server" timeout 30 "$uroce" run --ip 127.1.0.1 \
     -- rping -s -a 127.1.0.1 -p "$port" -v -C 10 >"$dir/server.log" 2>&1 &
   spid=$!
-  for _ in $(seq 200); do
-    grep -q "LISTEN (7) -> ok" "$dir/server.log" && return 0
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-  done
-  fail "the server never listened"
+  wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
 }
 client() {
   UROCE_PORT="memif:socket=$dir/m$1.sock,role=client" timeout 20 "$uroce" run --ip 127.1.0.2 \

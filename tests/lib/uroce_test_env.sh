@@ -22,6 +22,18 @@ wait_listen() {
   return 1
 }
 
+#   wait_cm_listen LOG PID     - waits (up to 20 s) until an RDMA CM server run with UROCE_UCMA_TRACE=1, its
+#                                output in LOG, has listened (its LISTEN command succeeded). 1 if it did
+#                                not, or at once if process PID (the server) exited.
+wait_cm_listen() {
+  for _ in $(seq 200); do
+    grep -q "LISTEN (7) -> ok" "$1" 2>/dev/null && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 #   uroce_wait_stat UROCE PID FIELD MIN - waits (up to 20 s) until `uroce stats --json --pid PID` shows the
 #                                device counter FIELD at MIN or more. 1 if it never did.
 uroce_wait_stat() {
