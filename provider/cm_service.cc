@@ -22,6 +22,7 @@
 
 #include "provider/engine.h"
 #include "provider/shim/ucma_backend.h"
+#include "runtime/host_addr.h"
 #include "runtime/uroced_request.h"
 #include "transport/cm/cm.h"
 #include "transport/params.h"
@@ -94,9 +95,10 @@ std::string ipv4_text(const sockaddr_in6& a) {
   return buf;
 }
 
+// 127.0.0.0/8 or an interface address of this host: both name the host itself.
 bool is_loopback_v4(const sockaddr_in6& a) {
   return a.sin6_family == AF_INET &&
-         (ntohl(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr) >> 24) == 127;
+         runtime::is_host_ipv4(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr);
 }
 
 // The host switch: UROCE_PORT is the memif port of a uroced lease (tools/uroced/client.h: the memif sockets

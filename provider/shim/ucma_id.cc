@@ -1,6 +1,6 @@
 // The id table of the ucma emulation, and what binding an id means: the address names the uroce device
-// (one of its GIDs; 127.0.0.0/8 and ::1 its loopback GID; the wildcard none yet), and (port space, port)
-// is reserved inside the process with the kernel's cma_check_port rules.
+// (one of its GIDs; 127.0.0.0/8, ::1 and the host's interface addresses its loopback GID; the wildcard none
+// yet), and (port space, port) is reserved inside the process with the kernel's cma_check_port rules.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +13,7 @@
 #include "provider/shim/ucma.h"
 #include "provider/shim/ucma_addr.h"
 #include "provider/shim/ucma_id.h"
+#include "runtime/host_addr.h"
 
 namespace uroce::shim::ucma {
 namespace {
@@ -134,6 +135,12 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
       *gid_index = i;
       return 0;
     }
+  }
+  // Another address of this host (an interface's): the host itself, as loopback is.
+  if (addr.sin6_family == AF_INET && runtime::is_host_ipv4(as_v4(addr).sin_addr.s_addr)) {
+    *has_dev = true;
+    *gid_index = dev.loopback_gid;
+    return 0;
   }
   return -EADDRNOTAVAIL;
 }

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_eal.h"
+#include "runtime/host_addr.h"
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
 #include "runtime/yield_backoff.h"
@@ -457,7 +458,10 @@ std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
   const unsigned long port = std::strtoul(w[4].c_str(), nullptr, 10);
   if (*end || space > 0xFFFF || inet_pton(AF_INET, w[3].c_str(), &a) != 1 || port > 65535)
     return fail(EINVAL, "cm: bad space, address or port in '" + w[2] + " " + w[3] + " " + w[4] + "'");
-  const uint32_t ip = ntohl(a.s_addr);
+  // An interface address of this host names the host, as 127.0.0.1 does: every process here is reached
+  // through it (binding one and 127.0.0.1 to the same port therefore conflicts, unlike in a kernel).
+  uint32_t ip = ntohl(a.s_addr);
+  if ((ip >> 24) != 127 && runtime::is_host_ipv4(a.s_addr)) ip = INADDR_LOOPBACK;
   const auto sp = static_cast<uint16_t>(space);
   const auto pt = static_cast<uint16_t>(port);
   if (w[1] == "lookup") {
