@@ -2,6 +2,7 @@
 // (one of its GIDs; 127.0.0.0/8 and ::1 its loopback GID; the wildcard none yet), and (port space, port)
 // is reserved inside the process with the kernel's cma_check_port rules.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +137,26 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
     }
   }
   return -EADDRNOTAVAIL;
+}
+
+int route_source(const sockaddr_in6& dst, sockaddr_in6* src, int* gid_index) {
+  const int fd = socket(dst.sin6_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -ENETUNREACH;
+  sockaddr_in6 to;
+  copy_addr(&to, dst);
+  set_port(to, 4791);  // any non-zero port: connect() only looks the route up
+  const socklen_t len = dst.sin6_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  sockaddr_in6 own{};
+  socklen_t own_len = sizeof own;
+  const bool routed = connect(fd, reinterpret_cast<const sockaddr*>(&to), len) == 0 &&
+                      getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_len) == 0;
+  close(fd);
+  if (!routed) return -ENETUNREACH;
+  bool has_dev = false;
+  if (map_addr(own, &has_dev, gid_index) != 0 || !has_dev) return -EADDRNOTAVAIL;
+  copy_addr(src, own);
+  set_port(*src, 0);
+  return 0;
 }
 
 int bind_locked(Id* id, const sockaddr_in6& addr) {

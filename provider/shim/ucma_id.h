@@ -21,6 +21,12 @@ uint32_t free_id(Id* id, uint32_t* gone, uint32_t max_gone);
 // a device.
 int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index);
 
+// The source address the host's routing picks to reach dst (a connected UDP socket's own address: no
+// packet leaves), as the kernel's rdma_resolve_addr asks its routing table; *gid_index is the device GID
+// equal to that source. -ENETUNREACH without a route, -EADDRNOTAVAIL when the source is no device GID
+// (the destination is reached through an interface uroce is not on).
+int route_source(const sockaddr_in6& dst, sockaddr_in6* src, int* gid_index);
+
 // Binds id to addr (port 0: an ephemeral port); 0 or -EADDRINUSE / -EADDRNOTAVAIL / -ENODEV.
 int bind_locked(Id* id, const sockaddr_in6& addr);
 
