@@ -123,6 +123,11 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
   const Device& dev = device();
   if (!dev.ok) return -ENODEV;
   if (addr_loopback(addr)) {
+    // A device on a real interface (its --ip on the veth or NIC uroce sends through) is not on the
+    // loopback interface: a loopback address names the host but no RDMA device, as a wildcard does.
+    // libfabric's verbs provider binds 127.0.0.1 to learn the device and, finding none, takes the
+    // addresses of the interfaces the device is on instead.
+    if (!dev.on_loopback) return 0;
     *has_dev = true;
     *gid_index = dev.loopback_gid;
     return 0;

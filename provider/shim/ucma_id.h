@@ -17,8 +17,8 @@ uint32_t id_table_size();
 uint32_t free_id(Id* id, uint32_t* gone, uint32_t max_gone);
 
 // Which device GID an address names: none for the wildcard (0, *has_dev false), the loopback GID for
-// 127.0.0.0/8 and ::1, else the GID equal to the address; -EADDRNOTAVAIL for any other, -ENODEV without
-// a device.
+// 127.0.0.0/8 and ::1 (none when no GID is a loopback address: the device is on a real interface), else the
+// GID equal to the address; -EADDRNOTAVAIL for any other, -ENODEV without a device.
 int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index);
 
 // The source address the host's routing picks to reach dst (a connected UDP socket's own address: no
