@@ -39,12 +39,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-ip netns add "$a" && ip netns add "$b" || exit 1
-ip link add ua netns "$a" type veth peer name ub netns "$b" || exit 1
-ns_up() {  # NS IFACE ADDR
-  ip -n "$1" link set lo up && ip -n "$1" link set "$2" mtu 4200 up && ip -n "$1" addr add "$3/24" dev "$2"
-}
-ns_up "$a" ua "$server_ip" && ns_up "$b" ub "$client_ip" || exit 1
+uroce_netns_pair "$a" "$b" "$server_ip" "$client_ip" || exit 1
 export XDG_RUNTIME_DIR=$dir
 unset UROCE_PORT
 
@@ -65,8 +60,7 @@ if [ ${#server[@]} != 0 ]; then
     -- "${server[@]}" >"$dir/server.log" 2>&1 &
   spid=$!
   if [ -n "$tcp" ]; then
-    ip netns exec "$a" bash -c ". '$(dirname "$0")/../lib/uroce_test_env.sh' && wait_listen $tcp $spid" ||
-      fail "the server never listened on TCP port $tcp"
+    netns_wait_listen "$a" "$tcp" "$spid" || fail "the server never listened on TCP port $tcp"
   else
     wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
   fi
