@@ -16,6 +16,8 @@ packages=(
   ucx-utils openmpi-bin libopenmpi-dev
   # RDMA CM: librdmacm headers for the ucma tests, rping/udaddy/ucmatose
   librdmacm-dev rdmacm-utils
+  # libfabric (fi_info, fi_pingpong) over its verbs provider
+  libfabric-bin
 )
 
 missing=()

@@ -133,6 +133,7 @@ struct Device {
   int num_gids;
   uint8_t gids[16][16];
   int loopback_gid;  // the GID 127.0.0.0/8 and ::1 map to
+  bool on_loopback;  // one GID is a loopback address (bare `uroce run`, memif); false on a real interface
   uint8_t mtu;       // IB enum of the port MTU
 };
 const Device& device();

@@ -120,10 +120,12 @@ int bind_ip(Channel* ch, const rdma_ucm_bind_ip& cmd) {
   return err;
 }
 
-// Address resolution without the network: a destination on this host (the wildcard, loopback, one of the
-// device's GIDs) resolves at once (cma_resolve_loopback); the source is the destination's own address
-// when the id is unbound or wildcard-bound. Anything else fails with ADDR_ERROR until routing to other
-// hosts exists.
+// Address resolution: a destination on this host (the wildcard, loopback, one of the device's GIDs)
+// resolves at once (cma_resolve_loopback), with the destination's own address as the source when the id is
+// unbound or wildcard-bound. Another host resolves when the host's routing reaches it from one of the
+// device's addresses (its --ip on the interface uroce sends through): the destination GID is the address
+// itself (rdma_ip2gid), and its MAC the one uroce derives from that GID, so no ARP is needed. Anything else
+// fails with ADDR_ERROR, as the kernel does for an address no RDMA device routes to.
 int resolve_ip(Channel* ch, const rdma_ucm_resolve_ip& cmd) {
   if (!addr_valid(cmd.dst_addr)) return -EINVAL;
   int err;
@@ -154,21 +156,27 @@ int resolve_ip(Channel* ch, const rdma_ucm_resolve_ip& cmd) {
   id->dst_set = true;
   bool dst_dev = false;
   int dst_gid = -1;
-  const bool local = map_addr(cmd.dst_addr, &dst_dev, &dst_gid) == 0;
-  if (!local) {
-    id->state = IdState::kBound;
-    push_locked(id, kEvAddrError, -ENETUNREACH);
-    unlock();
-    return 0;
-  }
-  if (!dst_dev) dst_gid = device().loopback_gid;  // the wildcard destination is this host
-  if (!id->has_dev) {
+  sockaddr_in6 src;
+  if (map_addr(cmd.dst_addr, &dst_dev, &dst_gid) == 0) {
+    if (!dst_dev) dst_gid = device().loopback_gid;  // the wildcard destination is this host
     // The source the route to a local destination picks: that same address.
     // A wildcard destination is this host's loopback address (cma_resolve_loopback).
-    const uint16_t port = addr_port(id->src);
-    sockaddr_in6 src;
     copy_addr(&src, cmd.dst_addr);
     if (addr_any(src)) set_loopback(src);
+    if (device().ok) std::memcpy(id->dgid, device().gids[dst_gid], 16);
+  } else {
+    int src_gid = -1;
+    if ((err = route_source(cmd.dst_addr, &src, &src_gid)) != 0) {
+      id->state = IdState::kBound;
+      push_locked(id, kEvAddrError, -ENETUNREACH);
+      unlock();
+      return 0;
+    }
+    dst_gid = src_gid;
+    ip_to_gid(cmd.dst_addr, id->dgid);
+  }
+  if (!id->has_dev) {
+    const uint16_t port = addr_port(id->src);
     copy_addr(&id->src, src);
     set_port(id->src, port);
     id->has_dev = device().ok;
@@ -180,7 +188,6 @@ int resolve_ip(Channel* ch, const rdma_ucm_resolve_ip& cmd) {
     unlock();
     return 0;
   }
-  std::memcpy(id->dgid, device().gids[dst_gid], 16);
   id->num_paths = 0;
   id->state = IdState::kAddrResolved;
   push_locked(id, kEvAddrResolved, 0);

@@ -112,6 +112,7 @@ void load() {
   for (int i = 0; i < d.num_gids; ++i) {
     if (is_loopback_gid(d.gids[i])) {
       d.loopback_gid = i;
+      d.on_loopback = true;
       break;
     }
   }

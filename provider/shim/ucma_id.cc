@@ -2,6 +2,7 @@
 // (one of its GIDs; 127.0.0.0/8, ::1 and the host's interface addresses its loopback GID; the wildcard none
 // yet), and (port space, port) is reserved inside the process with the kernel's cma_check_port rules.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +124,11 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
   const Device& dev = device();
   if (!dev.ok) return -ENODEV;
   if (addr_loopback(addr)) {
+    // A device on a real interface (its --ip on the veth or NIC uroce sends through) is not on the
+    // loopback interface: a loopback address names the host but no RDMA device, as a wildcard does.
+    // libfabric's verbs provider binds 127.0.0.1 to learn the device and, finding none, takes the
+    // addresses of the interfaces the device is on instead.
+    if (!dev.on_loopback) return 0;
     *has_dev = true;
     *gid_index = dev.loopback_gid;
     return 0;
@@ -143,6 +149,26 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
     return 0;
   }
   return -EADDRNOTAVAIL;
+}
+
+int route_source(const sockaddr_in6& dst, sockaddr_in6* src, int* gid_index) {
+  const int fd = socket(dst.sin6_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -ENETUNREACH;
+  sockaddr_in6 to;
+  copy_addr(&to, dst);
+  set_port(to, 4791);  // any non-zero port: connect() only looks the route up
+  const socklen_t len = dst.sin6_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  sockaddr_in6 own{};
+  socklen_t own_len = sizeof own;
+  const bool routed = connect(fd, reinterpret_cast<const sockaddr*>(&to), len) == 0 &&
+                      getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_len) == 0;
+  close(fd);
+  if (!routed) return -ENETUNREACH;
+  bool has_dev = false;
+  if (map_addr(own, &has_dev, gid_index) != 0 || !has_dev) return -EADDRNOTAVAIL;
+  copy_addr(src, own);
+  set_port(*src, 0);
+  return 0;
 }
 
 int bind_locked(Id* id, const sockaddr_in6& addr) {

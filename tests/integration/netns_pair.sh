@@ -22,12 +22,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-ip netns add "$a" && ip netns add "$b" || exit 1
-ip link add ua netns "$a" type veth peer name ub netns "$b" || exit 1
-ns_up() {  # NS IFACE ADDR
-  ip -n "$1" link set lo up && ip -n "$1" link set "$2" mtu 4200 up && ip -n "$1" addr add "$3/24" dev "$2"
-}
-ns_up "$a" ua 10.213.0.1 && ns_up "$b" ub 10.213.0.2 || exit 1
+uroce_netns_pair "$a" "$b" 10.213.0.1 10.213.0.2 || exit 1
 export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
 
 # The server's device is 10.213.0.1 on ua; the client's 10.213.0.2 on ub. RoCE frames go to the MAC
@@ -36,10 +31,7 @@ export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
 UROCE_PORT="af_packet:iface=ua" timeout 60 ip netns exec "$a" "$uroce" run --ip 10.213.0.1 -- "$@" -p "$tcp" \
   >"$dir/server.log" 2>&1 &
 spid=$!
-for _ in $(seq 100); do
-  ip netns exec "$a" ss -ltn "sport = :$tcp" 2>/dev/null | grep -q LISTEN && break
-  sleep 0.1
-done
+netns_wait_listen "$a" "$tcp" "$spid"
 UROCE_PORT="af_packet:iface=ub" timeout 60 ip netns exec "$b" "$uroce" run --ip 10.213.0.2 -- "$@" -p "$tcp" 10.213.0.1 \
   >"$dir/client.log" 2>&1
 crc=$?

@@ -46,3 +46,23 @@ sys.exit(0 if json.load(sys.stdin)[0]["device"].get(sys.argv[1], 0) >= int(sys.a
   done
   return 1
 }
+
+#   uroce_netns_pair A B IP_A IP_B - (root) creates network namespaces A and B joined by a veth pair, ua in
+#                                A with IP_A/24 and ub in B with IP_B/24, both up (MTU 4200: a 4096-byte RoCE
+#                                payload and its headers fit), lo up in each. 1 on any failure. The caller
+#                                deletes them (ip netns del, which also removes the veth) in its EXIT trap.
+uroce_netns_pair() {
+  ip netns add "$1" && ip netns add "$2" || return 1
+  ip link add ua netns "$1" type veth peer name ub netns "$2" || return 1
+  local spec ns ifc ip
+  for spec in "$1 ua $3" "$2 ub $4"; do
+    read -r ns ifc ip <<<"$spec"
+    ip -n "$ns" link set lo up && ip -n "$ns" link set "$ifc" mtu 4200 up &&
+      ip -n "$ns" addr add "$ip/24" dev "$ifc" || return 1
+  done
+}
+
+#   netns_wait_listen NS PORT PID - wait_listen inside network namespace NS.
+netns_wait_listen() {
+  ip netns exec "$1" bash -c ". '${BASH_SOURCE[0]}' && wait_listen '$2' '$3'"
+}

@@ -28,8 +28,10 @@ struct Seen {
 
 class BackToBack {
  public:
-  BackToBack()
-      : a(cfg(0x0002c9fffe000001ull, 1), clock, rng(1)), b(cfg(0x0002c9fffe000002ull, 2), clock, rng(2)) {
+  // Both agents wait `no_listener_grace_ns` for a listener before answering a REQ with REJ 8.
+  explicit BackToBack(uint64_t no_listener_grace_ns = AgentConfig{}.no_listener_grace_ns)
+      : a(cfg(0x0002c9fffe000001ull, 1, no_listener_grace_ns), clock, rng(1)),
+        b(cfg(0x0002c9fffe000002ull, 2, no_listener_grace_ns), clock, rng(2)) {
     ga = wire::ipv4_mapped(0xC0A80001);
     gb = wire::ipv4_mapped(0xC0A80002);
   }
@@ -94,10 +96,11 @@ class BackToBack {
   };
   std::vector<InFlight> flight_;
 
-  static AgentConfig cfg(uint64_t guid, uint32_t index) {
+  static AgentConfig cfg(uint64_t guid, uint32_t index, uint64_t no_listener_grace_ns) {
     AgentConfig c;
     c.local_guid = guid;
     c.id_index = index;
+    c.no_listener_grace_ns = no_listener_grace_ns;
     return c;
   }
   static std::function<uint32_t()> rng(uint32_t seed) {

@@ -199,9 +199,12 @@ TEST(CmState, NoListenerIsRej8WithoutLocalCommId) {
   BackToBack n;
   CmId ia;
   ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
-  n.run_for(10 * kMs);
+  const uint64_t t0 = n.clock.now_ns();
+  n.run_for(30 * kMs);
   ASSERT_EQ(n.ev_a.size(), 1u);
   EXPECT_EQ(n.ev_a[0].ev.type, EventType::kRejected);
+  // The REQ's 1 ms, the grace it is held for a listener (AgentConfig::no_listener_grace_ns), the REJ's 1 ms.
+  EXPECT_EQ(n.ev_a[0].at, t0 + AgentConfig{}.no_listener_grace_ns + 2 * kMs);
   EXPECT_EQ(n.ev_a[0].ev.status, kRejInvalidServiceId);
   EXPECT_EQ(n.ev_a[0].ev.private_data.size(), 148u);
   EXPECT_EQ(n.a.state(ia), CmState::kIdle);
@@ -225,9 +228,38 @@ TEST(CmState, ListenerOnAnotherAddressIsNoListener) {
   ASSERT_EQ(n.b.listen({kTcp7471, wire::ipv4_mapped(0x0A000001), true}, &l), 0);
   ASSERT_EQ(n.b.listen({kTcp7471, wire::ipv4_mapped(0x0A000001), true}, &l), -EADDRINUSE);
   ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
-  n.run_for(10 * kMs);
+  n.run_for(30 * kMs);
   ASSERT_EQ(n.ev_a.size(), 1u);
   EXPECT_EQ(n.ev_a[0].ev.status, kRejInvalidServiceId);
+}
+
+// A server that listens again on the same port while its client already connects (perftest -R): the REQ
+// that found no listener is taken by the listener that appears within the grace.
+TEST(CmState, ListenerWithinTheGraceTakesAHeldReq) {
+  BackToBack n;
+  CmId l, ia;
+  ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
+  n.run_for(5 * kMs);
+  EXPECT_TRUE(n.ev_a.empty());
+  EXPECT_TRUE(n.sent_of(AttrId::kRej).empty());
+  ASSERT_EQ(n.b.listen({kTcp7471, {}, true}, &l), 0);
+  n.run_for(1 * kMs);
+  ASSERT_EQ(n.ev_b.size(), 1u);
+  EXPECT_EQ(n.ev_b[0].ev.type, EventType::kConnectRequest);
+  n.run_for(100 * kMs);
+  EXPECT_TRUE(n.sent_of(AttrId::kRej).empty());
+  EXPECT_TRUE(n.ev_a.empty());  // waiting for the REP
+}
+
+TEST(CmState, NoGraceIsRej8AtOnce) {
+  BackToBack n(0);
+  CmId ia;
+  ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
+  const uint64_t t0 = n.clock.now_ns();
+  n.run_for(30 * kMs);
+  ASSERT_EQ(n.ev_a.size(), 1u);
+  EXPECT_EQ(n.ev_a[0].ev.status, kRejInvalidServiceId);
+  EXPECT_EQ(n.ev_a[0].at, t0 + 2 * kMs);  // the REQ's and the REJ's 1 ms
 }
 
 TEST(CmState, ListenerOnTheRequestsAddressWinsOverAWildcard) {
@@ -632,7 +664,7 @@ TEST(CmStateDestroy, ListenAndIdle) {
   ASSERT_EQ(n.b.listen({kTcp7471, {}, true}, &l), 0);
   ASSERT_EQ(n.b.destroy(l), 0);
   ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ia), 0);
-  n.run_for(10 * kMs);
+  n.run_for(30 * kMs);
   EXPECT_EQ(n.ev_a.at(0).ev.status, kRejInvalidServiceId);
   const size_t before = n.sent.size();
   ASSERT_EQ(n.a.destroy(ia), 0);  // IDLE after the REJ

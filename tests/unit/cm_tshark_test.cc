@@ -66,7 +66,7 @@ TEST(CmTshark, AgentExchangeDecodesAsCmMessages) {
   ConnectParams other = n.params(kServiceIdPsTcp | 7472);  // no listener: REJ 8
   other.qpn = 0x12;  // (the same QPN while b is in timewait would be a stale connection: REJ 10)
   ASSERT_EQ(n.a.connect(other, &ia2), 0);
-  n.run_for(2 * kMs);
+  n.run_for(30 * kMs);  // the REJ waits out the grace for a listener
   ASSERT_EQ(n.sent.size(), 7u);
 
   std::vector<std::vector<uint8_t>> frames;

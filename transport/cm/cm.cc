@@ -175,7 +175,10 @@ void CmAgent::disarm(Conn& c) {
   c.deadline = kNever;
 }
 
-uint64_t CmAgent::next_deadline_ns() const { return timers_.empty() ? kNever : timers_.begin()->first; }
+uint64_t CmAgent::next_deadline_ns() const {
+  const uint64_t t = timers_.empty() ? kNever : timers_.begin()->first;
+  return held_.empty() ? t : std::min(t, held_.front().deadline);
+}
 
 void CmAgent::poll() {
   const uint64_t now = now_ns();
@@ -185,6 +188,11 @@ void CmAgent::poll() {
     Conn& c = *conns_.at(id);
     c.deadline = kNever;
     on_timeout(c);
+  }
+  while (!held_.empty() && held_.front().deadline <= now) {
+    const HeldReq r = held_.front();
+    held_.pop_front();
+    send_rej_unmatched(r.from, r.tid, r.remote_comm_id, kRejInvalidServiceId);
   }
 }
 
@@ -358,6 +366,19 @@ int CmAgent::listen(const ListenParams& p, CmId* out) {
   c.service_id = p.service_id;
   listeners_.emplace(p.service_id, Listener{c.id, p});
   *out = c.id;
+  // The REQs that came for this service before it listened are taken now (or rejected at once if they
+  // name another address).
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->service_id != p.service_id) {
+      ++it;
+      continue;
+    }
+    const HeldReq r = *it;
+    it = held_.erase(it);
+    redispatching_ = true;
+    on_mad(r.from, r.mad);
+    redispatching_ = false;
+  }
   return 0;
 }
 

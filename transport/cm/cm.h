@@ -118,6 +118,11 @@ struct AgentConfig {
   uint32_t id_index = 0;
   unsigned id_index_bits = 10;
   uint8_t ca_ack_delay = kDefaultCaAckDelay;
+  // A REQ for a service nobody listens on waits this long for a listener before its REJ 8 (0: at once, as
+  // Linux). Servers that close a listener and listen again on the same port while their client is already
+  // connecting (perftest -R between its control and data connections) count on the REQ's round trip to a
+  // kernel CM taking longer than that; uroced's CM port table gives lookups the same grace.
+  uint64_t no_listener_grace_ns = 20'000'000;
 };
 
 struct ListenParams {
@@ -216,7 +221,8 @@ enum class RxResult : uint8_t {
   kUnexpected,  // not valid in the connection's state (stale, late or duplicate with nothing to do)
   kBadQpn,      // DREQ naming another QPN than ours
   kBadCmaHdr,   // REQ/SIDR_REQ private data without a valid CMA header: REJ 28 / SIDR status 2
-  kNoListener,  // REQ answered REJ 8, SIDR_REQ answered SIDR_REP status 1
+  kNoListener,  // REQ found no listener (REJ 8 after the grace, unless one listens by then; a REQ taken
+                // then counts again, as kHandled), SIDR_REQ answered SIDR_REP status 1
   kDuplicate,   // a retransmission, answered as the state wants (MRA, RTU, DREP, REJ stale) or ignored
   kStale,       // a REQ from a QP still connected to us under another comm ID: REJ 10, the old one DREQed
   kCount,
@@ -260,9 +266,9 @@ class CmAgent {
 
   // A MAD received on QP1 from `from`.
   void on_mad(const Address& from, std::span<const uint8_t> mad);
-  // Fires the timers that are due now.
+  // Fires the timers that are due now; answers REJ 8 to the held REQs whose grace ran out.
   void poll();
-  // When poll() next has something to do (kNever if nothing).
+  // When poll() next has something to do (kNever if nothing): a timer or a held REQ's grace.
   uint64_t next_deadline_ns() const;
 
   bool pop_mad(OutMad* out);
@@ -314,6 +320,19 @@ class CmAgent {
     CmId id;
     ListenParams p;
   };
+  // A REQ that found no listener, kept for the grace (AgentConfig::no_listener_grace_ns).
+  struct HeldReq {
+    Address from;
+    MadBytes mad;
+    uint64_t service_id;
+    uint64_t tid;
+    uint32_t remote_comm_id;
+    uint64_t deadline;
+  };
+  static constexpr size_t kMaxHeldReqs = 64;  // beyond that a REQ without a listener is REJ 8 at once
+  // Holds the REQ (true) or, with no grace or a full queue, leaves it to be rejected now (false).
+  bool hold_req(const Address& from, const MadHeader& h, const Req& m);
+  void send_rej_unmatched(const Address& to, uint64_t tid, uint32_t remote_comm_id, uint16_t reason);
   // The listener on `service_id` for a request to `dst_ip` (the exact address first, then a wildcard);
   // nullptr when none takes it.
   const Listener* pick_listener(uint64_t service_id, const Gid* dst_ip) const;
@@ -335,6 +354,8 @@ class CmAgent {
   std::map<std::pair<uint32_t, Gid>, CmId> by_sidr_remote_;
   std::multimap<uint64_t, Listener> listeners_;  // by service ID
   std::set<std::pair<uint64_t, CmId>> timers_;   // (deadline, id)
+  std::deque<HeldReq> held_;                     // in arrival order, so by deadline
+  bool redispatching_ = false;                   // on_mad of a held REQ: no second hold
 
   std::deque<OutMad> outbox_;
   std::deque<Event> events_;

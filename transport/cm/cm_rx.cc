@@ -46,6 +46,26 @@ void CmAgent::on_mad(const Address& from, std::span<const uint8_t> bytes) {
   ++stats_.rx[static_cast<size_t>(r)];
 }
 
+void CmAgent::send_rej_unmatched(const Address& to, uint64_t tid, uint32_t remote_comm_id, uint16_t reason) {
+  // Linux cm_issue_rej: no comm ID of ours, the REQ's as the remote one, the REQ's TID.
+  Rej r;
+  r.remote_comm_id = remote_comm_id;
+  r.message_rejected = 0;
+  r.reason = reason;
+  MadHeader rh;
+  rh.tid = tid;
+  send(to, rh, r);
+}
+
+bool CmAgent::hold_req(const Address& from, const MadHeader& h, const Req& m) {
+  if (redispatching_ || cfg_.no_listener_grace_ns == 0 || held_.size() >= kMaxHeldReqs) return false;
+  for (const HeldReq& r : held_)  // a retransmission of a REQ already held waits with it
+    if (r.remote_comm_id == m.local_comm_id && r.from.gid == from.gid) return true;
+  held_.push_back({from, encode_mad(h, CmBody{m}), m.service_id, h.tid, m.local_comm_id,
+                   now_ns() + cfg_.no_listener_grace_ns});
+  return true;
+}
+
 const CmAgent::Listener* CmAgent::pick_listener(uint64_t service_id, const Gid* dst_ip) const {
   auto [lo, hi] = listeners_.equal_range(service_id);
   const Listener* wildcard = nullptr;
@@ -74,16 +94,7 @@ RxResult CmAgent::rx_req(const Address& from, const MadHeader& h, const Req& m) 
     return RxResult::kDuplicate;
   }
 
-  auto reject_unmatched = [&](uint16_t reason) {
-    // Linux cm_issue_rej: no comm ID of ours, the REQ's as the remote one, the REQ's TID.
-    Rej r;
-    r.remote_comm_id = m.local_comm_id;
-    r.message_rejected = 0;
-    r.reason = reason;
-    MadHeader rh;
-    rh.tid = h.tid;
-    send(from, rh, r);
-  };
+  auto reject_unmatched = [&](uint16_t reason) { send_rej_unmatched(from, h.tid, m.local_comm_id, reason); };
   // A new comm ID from a QP we are still connected to (Linux cm_match_req, cm_insert_remote_qpn): the peer
   // lost that connection; the new one is refused as stale and the old one disconnected.
   if (auto it = by_remote_qpn_.find({m.local_qpn, m.local_ca_guid}); it != by_remote_qpn_.end()) {
@@ -97,7 +108,7 @@ RxResult CmAgent::rx_req(const Address& from, const MadHeader& h, const Req& m) 
   }
   auto [lo, hi] = listeners_.equal_range(m.service_id);
   if (lo == hi) {
-    reject_unmatched(kRejInvalidServiceId);
+    if (!hold_req(from, h, m)) reject_unmatched(kRejInvalidServiceId);
     return RxResult::kNoListener;
   }
   const bool want_cma = lo->second.p.cma;
@@ -107,6 +118,7 @@ RxResult CmAgent::rx_req(const Address& from, const MadHeader& h, const Req& m) 
     return RxResult::kBadCmaHdr;
   }
   const Listener* l = pick_listener(m.service_id, want_cma ? &cma.dst_ip : nullptr);
+  if (!l && hold_req(from, h, m)) return RxResult::kNoListener;
   const uint32_t comm_id = l ? alloc_comm_id() : 0;
   if (!l || comm_id == 0) {
     reject_unmatched(l ? kRejNoResources : kRejInvalidServiceId);
