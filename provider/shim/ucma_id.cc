@@ -142,8 +142,9 @@ int map_addr(const sockaddr_in6& addr, bool* has_dev, int* gid_index) {
       return 0;
     }
   }
-  // Another address of this host (an interface's): the host itself, as loopback is.
-  if (addr.sin6_family == AF_INET && runtime::is_host_ipv4(as_v4(addr).sin_addr.s_addr)) {
+  // Another address of this host (an interface's) names the host itself, as loopback does, when the device
+  // is the host's (on loopback: the host switch or the in-process port).
+  if (dev.on_loopback && addr.sin6_family == AF_INET && runtime::is_host_ipv4(as_v4(addr).sin_addr.s_addr)) {
     *has_dev = true;
     *gid_index = dev.loopback_gid;
     return 0;
