@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 #include "tests/support/capture_port.h"
 
@@ -234,10 +235,17 @@ TEST_P(AtomicWriteNak, RefusesTheRequestAndEndsTheQp) {
   EXPECT_EQ(evs[0].type, ev);
 }
 
+std::string bad_name(const ::testing::TestParamInfo<Bad>& i) {
+  static const char* const kNames[] = {"BadRkey",    "OutOfBounds", "MrNoRemoteWrite", "QpNoRemoteWrite",
+                                       "Misaligned", "DmaLength16", "Payload4"};
+  return kNames[static_cast<int>(i.param)];
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCases, AtomicWriteNak,
                          ::testing::Values(Bad::kRkey, Bad::kOutOfBounds, Bad::kMrNoRemoteWrite,
                                            Bad::kQpNoRemoteWrite, Bad::kMisaligned, Bad::kDmaLen16,
-                                           Bad::kPayload4));
+                                           Bad::kPayload4),
+                         bad_name);
 
 TEST(AtomicWriteCompleter, RemoteErrorsCompleteTheWr) {
   for (const auto& [code, status] :
