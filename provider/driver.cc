@@ -90,6 +90,8 @@ void free_context(ibv_context* c) {
   std::free(ctx);
 }
 
+constexpr uint64_t kDeviceCapAtomicWrite = 1ULL << 40;  // IB_UVERBS_DEVICE_ATOMIC_WRITE
+
 int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_device_attr_ex* out,
                     size_t attr_size) {
   if (input && input->comp_mask) return EINVAL;
@@ -130,6 +132,9 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.local_ca_ack_delay = 15;
   d.phys_port_cnt = 1;
   a.phys_port_cnt_ex = d.phys_port_cnt;
+  // ATOMIC WRITE (IBV_WR_ATOMIC_WRITE, ibv_wr_atomic_write) on RC QPs. rdma-core 44's headers do not name
+  // the bit; the kernel's is IB_UVERBS_DEVICE_ATOMIC_WRITE. No FLUSH bits: rdma-core 44 has no FLUSH verb.
+  a.device_cap_flags_ex = kDeviceCapAtomicWrite;
   std::memcpy(out, &a, std::min(attr_size, sizeof(a)));
   return 0;
 }

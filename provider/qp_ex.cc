@@ -47,6 +47,20 @@ void wr_atomic_fetch_add(ibv_qp_ex* qp, uint32_t rkey, uint64_t addr, uint64_t a
   from(qp)->ex_wrs.back().wr.compare_add = add;
 }
 
+// The 8 bytes are the WR's data (no SGE setter follows): they are copied now, as inline data.
+void wr_atomic_write(ibv_qp_ex* qp, uint32_t rkey, uint64_t addr, const void* value) {
+  rdma(qp, WrOpcode::kAtomicWrite, rkey, addr);
+  UQp* q = from(qp);
+  PendingWr& p = q->ex_wrs.back();
+  const size_t off = q->ex_inline.size();
+  const auto* b = static_cast<const uint8_t*>(value);
+  q->ex_inline.insert(q->ex_inline.end(), b, b + 8);
+  p.wr.send_flags |= kSendInline;
+  p.sge_first = static_cast<uint32_t>(q->ex_sges.size());
+  p.sge_count = 1;
+  q->ex_sges.push_back(Sge{off, 8, 0});
+}
+
 void wr_bind_mw(ibv_qp_ex* qp, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
   PendingWr& p = open_wr(qp, WrOpcode::kBindMw);
   // A BIND_MW WR binds type 2 windows; type 1 windows are bound by ibv_bind_mw.
@@ -164,6 +178,7 @@ void init_qp_ex(UQp* q, uint64_t ops) {
   if (ops & IBV_QP_EX_WITH_BIND_MW) ex.wr_bind_mw = wr_bind_mw;
   if (ops & IBV_QP_EX_WITH_LOCAL_INV) ex.wr_local_inv = wr_local_inv;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) ex.wr_send_inv = wr_send_inv;
+  if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE) ex.wr_atomic_write = wr_atomic_write;
   ex.wr_set_sge = wr_set_sge;
   ex.wr_set_sge_list = wr_set_sge_list;
   ex.wr_set_inline_data = wr_set_inline_data;

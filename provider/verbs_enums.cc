@@ -45,6 +45,7 @@ UROCE_SAME(WcOpcode::kCompSwap, IBV_WC_COMP_SWAP);
 UROCE_SAME(WcOpcode::kFetchAdd, IBV_WC_FETCH_ADD);
 UROCE_SAME(WcOpcode::kBindMw, IBV_WC_BIND_MW);
 UROCE_SAME(WcOpcode::kLocalInv, IBV_WC_LOCAL_INV);
+UROCE_SAME(WcOpcode::kAtomicWrite, IBV_WC_ATOMIC_WRITE);
 UROCE_SAME(WcOpcode::kRecv, IBV_WC_RECV);
 UROCE_SAME(WcOpcode::kRecvRdmaWithImm, IBV_WC_RECV_RDMA_WITH_IMM);
 
@@ -58,6 +59,7 @@ UROCE_SAME(WrOpcode::kAtomicFetchAndAdd, IBV_WR_ATOMIC_FETCH_AND_ADD);
 UROCE_SAME(WrOpcode::kLocalInv, IBV_WR_LOCAL_INV);
 UROCE_SAME(WrOpcode::kBindMw, IBV_WR_BIND_MW);
 UROCE_SAME(WrOpcode::kSendWithInv, IBV_WR_SEND_WITH_INV);
+UROCE_SAME(WrOpcode::kAtomicWrite, IBV_WR_ATOMIC_WRITE);
 
 UROCE_SAME(kSendFence, IBV_SEND_FENCE);
 UROCE_SAME(kSendSignaled, IBV_SEND_SIGNALED);

@@ -79,12 +79,19 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
   constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) return errno = EINVAL, nullptr;
   if (a->comp_mask & ~kSupported) return errno = EOPNOTSUPP, nullptr;
-  constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                                IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-                                IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |
-                                IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
-  if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~kSendOps))
+  // The ibv_wr_* operations each QP type can post (IBA table 39; ATOMIC WRITE is RC only, like the other
+  // atomics). Asking for one the type cannot do fails the create, as on other providers.
+  constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+  constexpr uint64_t kUcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                              IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+  constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+                              IBV_QP_EX_WITH_ATOMIC_WRITE;
+  const uint64_t ops = a->qp_type == IBV_QPT_RC   ? kRcOps
+                       : a->qp_type == IBV_QPT_UC ? kUcOps
+                       : a->qp_type == IBV_QPT_UD ? kUdOps
+                                                  : 0;
+  if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~ops))
     return errno = EOPNOTSUPP, nullptr;
   ibv_qp_init_attr base{};
   base.qp_context = a->qp_context;

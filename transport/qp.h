@@ -179,6 +179,7 @@ class Qp {
   void resp_execute(const wire::ParsedPacket& pkt);
   void resp_read(const wire::ParsedPacket& pkt);
   void resp_atomic(const wire::ParsedPacket& pkt);
+  bool resp_atomic_write(const wire::ParsedPacket& pkt);
   void resp_duplicate(const wire::ParsedPacket& pkt);
   void resp_queue(const RespJob& job);
   bool resp_trim_jobs(uint32_t psn);

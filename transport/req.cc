@@ -43,8 +43,11 @@ int Qp::post_send(const SendWr& wr) {
   for (uint32_t i = 0; i < wr.num_sge; ++i) len += wr.sg_list[i].length;
   if (len > params::kMaxMsgSize) return EINVAL;
   const bool inl = wr.send_flags & kSendInline;
-  if (inl && (len > attr_.cap.max_inline_data || is_rd_atomic(wr.opcode))) return EINVAL;
+  const bool aw = is_atomic_write(wr.opcode);
+  // An ATOMIC WRITE's 8 bytes travel in the WQE itself, so its inline form needs no inline buffer.
+  if (inl && !aw && (len > attr_.cap.max_inline_data || is_rd_atomic(wr.opcode))) return EINVAL;
   if (is_atomic(wr.opcode) && (wr.num_sge != 1 || len != 8)) return EINVAL;
+  if (aw && len != 8) return EINVAL;
   if (type() == QpType::kUd && (!wr.ah || len > mtu_bytes(dev_->cfg_.port_mtu))) return EINVAL;
   if (is_local_op(wr.opcode) && (wr.num_sge || (wr.send_flags & kSendInline))) return EINVAL;
   // A bind that can never succeed fails now, as ibv_post_send(3) reports it; what depends on the window's
@@ -67,7 +70,10 @@ int Qp::post_send(const SendWr& wr) {
   w.bind = wr.bind;
   const uint32_t sge_per = attr_.cap.max_send_sge ? attr_.cap.max_send_sge : 1;
   Sge* sge = &sq_sges_[static_cast<size_t>(slot) * sge_per];
-  if (inl) {
+  if (aw && inl) {
+    sge_gather(wr.sg_list, wr.num_sge, 0, reinterpret_cast<uint8_t*>(&w.compare_add), 8);
+    w.num_sge = 0;
+  } else if (inl) {
     // Inline data is copied now: the application may reuse its buffers as soon as post_send returns.
     uint8_t* data = &sq_inline_[static_cast<size_t>(slot) * attr_.cap.max_inline_data];
     sge_gather(wr.sg_list, wr.num_sge, 0, data, static_cast<uint32_t>(len));
@@ -152,6 +158,10 @@ void Qp::start_wqe(SendWqe& w) {
     comp_retire();
     return;
   }
+  // An ATOMIC WRITE reads its source SGEs once, when it starts: every copy of the packet, retransmits
+  // included, carries that one value.
+  if (is_atomic_write(w.opcode) && !(w.flags & kSendInline))
+    sge_gather(w.sge, w.num_sge, 0, reinterpret_cast<uint8_t*>(&w.compare_add), 8);
   const uint32_t m = mtu();
   w.npkts = is_atomic(w.opcode) || type() == QpType::kUd
                 ? 1
@@ -204,6 +214,9 @@ bool Qp::req_send_packet(SendWqe& w) {
     h.ip.tclass = static_cast<uint8_t>((h.ip.tclass & ~3) | static_cast<uint8_t>(Ecn::kEct0));
   uint32_t len = 0;
   bool last = true;
+  const Sge* sge = w.sge;
+  uint32_t num_sge = w.num_sge;
+  const Sge atomic_write_value{reinterpret_cast<uint64_t>(&w.compare_add), 8, 0};
 
   if (w.opcode == WrOpcode::kRdmaRead) {
     // A re-sent READ asks only for what has not arrived: it starts at response packet k, with that PSN.
@@ -219,6 +232,14 @@ bool Qp::req_send_packet(SendWqe& w) {
     h.imm_be = w.imm_be;
     h.bth.se = w.flags & kSendSolicited;
     len = static_cast<uint32_t>(w.length);
+  } else if (is_atomic_write(w.opcode)) {
+    h.bth.opcode = op::kRcAtomicWrite;
+    h.reth = {w.remote_addr, w.rkey, 8};
+    h.bth.ackreq = true;
+    pkts_since_ackreq_ = 0;
+    len = 8;
+    sge = &atomic_write_value;
+    num_sge = 1;
   } else {
     h.bth.opcode = data_opcode(type(), w.opcode, k, w.npkts);
     len = static_cast<uint32_t>(std::min<uint64_t>(mtu(), w.length - offset));
@@ -237,7 +258,7 @@ bool Qp::req_send_packet(SendWqe& w) {
     if (h.bth.ackreq) pkts_since_ackreq_ = 0;
   }
 
-  if (!emit(h, w.sge, w.num_sge, offset, len, true)) return false;
+  if (!emit(h, sge, num_sge, offset, len, true)) return false;
   if (psn == rewound_at_) resent_ = true;
   const bool resent = psn_before(psn, psn_hw_);
   if (resent) {

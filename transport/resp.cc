@@ -169,6 +169,8 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     if (st == WcStatus::kLocLenErr) return resp_fail(psn, kNakInvReq, st, EventType::kQpReqErr);
     if (st != WcStatus::kSuccess) return resp_fail(psn, kNakRemOp, st, EventType::kQpFatal);
     in_msg_ = InMsg::kSend;
+  } else if (m & kOpAtomicWrite) {
+    if (!resp_atomic_write(pkt)) return;
   } else {  // RDMA WRITE
     if (m & kStartsMessage) {
       const Reth& r = pkt.reth();
@@ -373,6 +375,33 @@ void Qp::resp_atomic(const ParsedPacket& pkt) {
   resp_queue(job);
   epsn_ = psn_add(epsn_, 1);
   unacked_pkts_ = 0;
+}
+
+// ATOMIC WRITE (IBA 1.5): the 8 payload bytes land as one aligned 64-bit store, never torn, ordered after
+// everything this QP placed before it. Checked as Linux rxe checks it: the QP and the region need remote
+// write access; a DMA length or payload other than 8 bytes and a target that is not 8-byte aligned are
+// invalid requests. The caller acknowledges it like a WRITE, and a duplicate is acknowledged without being
+// executed again. Returns false when it failed the request.
+bool Qp::resp_atomic_write(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const Reth& r = pkt.reth();
+  const uint64_t va = r.va.get();
+  if (r.dma_len.get() != 8 || pkt.payload_len != 8) {
+    resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
+    return false;
+  }
+  if (!dev_->mrs_.check_remote(r.rkey.get(), this, pd_, va, 8, kAccessRemoteWrite)) {
+    resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+    return false;
+  }
+  if (va % 8) {
+    resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
+    return false;
+  }
+  uint64_t value;
+  std::memcpy(&value, pkt.payload(), 8);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(va), value, __ATOMIC_RELEASE);
+  return true;
 }
 
 // A request with a PSN before epsn_: the requester re-sent it because a response was lost. SEND and WRITE

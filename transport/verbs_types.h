@@ -51,6 +51,7 @@ enum class WcOpcode : uint8_t {
   kFetchAdd = 4,
   kBindMw = 5,
   kLocalInv = 6,
+  kAtomicWrite = 9,
   kRecv = 128,
   kRecvRdmaWithImm = 129,
 };
@@ -66,6 +67,8 @@ enum class WrOpcode : uint8_t {
   kLocalInv = 7,
   kBindMw = 8,
   kSendWithInv = 9,
+  // 10 (TSO), 11 (driver private) and 14 (FLUSH, in rdma-core from release 45 on) are not supported.
+  kAtomicWrite = 15,  // IBA 1.5: one aligned 64-bit store at the responder
 };
 
 enum SendFlags : uint32_t {

@@ -33,10 +33,20 @@ inline constexpr WrOpInfo kWrOps[] = {
     /* kLocalInv          */ {true, true, false, false, false, false, false, true, WcOpcode::kLocalInv, 0},
     /* kBindMw            */ {true, true, false, false, false, false, false, true, WcOpcode::kBindMw, 0},
     /* kSendWithInv       */ {true, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    // Values libibverbs defines that no QP type here may post.
+    /* 10 TSO             */ {false, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    /* 11 DRIVER1         */ {false, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    /* 12                 */ {false, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    /* 13                 */ {false, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    /* 14 FLUSH           */ {false, false, false, false, false, false, false, false, WcOpcode::kSend, 0},
+    // ATOMIC WRITE (IBA 1.5, RC only) travels and is acknowledged like a one-packet WRITE: it is neither a
+    // READ nor an atomic with a response, so it holds no responder resource and needs no local write.
+    /* kAtomicWrite       */
+    {true, false, false, false, false, false, false, false, WcOpcode::kAtomicWrite, 8},
 };
 
 inline constexpr uint8_t kWrOpCount = sizeof(kWrOps) / sizeof(kWrOps[0]);
-static_assert(kWrOpCount == static_cast<uint8_t>(WrOpcode::kSendWithInv) + 1, "one row per WrOpcode");
+static_assert(kWrOpCount == static_cast<uint8_t>(WrOpcode::kAtomicWrite) + 1, "one row per WrOpcode value");
 
 // The row of `op`; nullptr for a value outside the enum (a bad cast from an application's opcode).
 inline const WrOpInfo* wr_op(WrOpcode op) {
@@ -53,5 +63,6 @@ inline bool has_imm(WrOpcode op) { return kWrOps[static_cast<uint8_t>(op)].imm; 
 inline bool is_rd_atomic(WrOpcode op) { return kWrOps[static_cast<uint8_t>(op)].rd_atomic; }
 inline bool is_atomic(WrOpcode op) { return kWrOps[static_cast<uint8_t>(op)].atomic; }
 inline bool is_local_op(WrOpcode op) { return kWrOps[static_cast<uint8_t>(op)].local; }
+inline bool is_atomic_write(WrOpcode op) { return op == WrOpcode::kAtomicWrite; }
 
 }  // namespace uroce

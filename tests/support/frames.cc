@@ -53,8 +53,8 @@ PacketHeaders sample_headers(uint8_t opcode, bool ipv6, bool vlan) {
 std::vector<uint8_t> sample_payload(uint8_t opcode, size_t n) {
   std::vector<uint8_t> p;
   if (!op_has(opcode, kHasPayload)) return p;
-  p.resize(n);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(i * 7 + 1);
+  p.resize(op_has(opcode, kOpAtomicWrite) ? 8 : n);  // an ATOMIC WRITE carries exactly 8 bytes
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(i * 7 + 1);
   return p;
 }
 

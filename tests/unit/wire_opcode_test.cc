@@ -7,7 +7,7 @@ namespace uroce::wire {
 namespace {
 
 TEST(OpcodeTable, HasExactlyTheRcUcUdAndCnpOpcodes) {
-  EXPECT_EQ(test::all_opcodes().size(), 23u + 12u + 2u + 1u);
+  EXPECT_EQ(test::all_opcodes().size(), 24u + 12u + 2u + 1u);
   for (uint8_t o : test::all_opcodes()) {
     const uint32_t m = op_info(o).mask;
     EXPECT_EQ(__builtin_popcount(m & (kRc | kUc | kUd | kIsCnp)), 1) << op_name(o);
@@ -31,6 +31,7 @@ TEST(OpcodeTable, HeaderLengthsMatchIbaTable) {
   EXPECT_EQ(op_info(op::kRcAtomicAck).hdr_len, 24);
   EXPECT_EQ(op_info(op::kRcFetchAdd).hdr_len, 40);
   EXPECT_EQ(op_info(op::kRcSendOnlyInv).hdr_len, 16);
+  EXPECT_EQ(op_info(op::kRcAtomicWrite).hdr_len, 28);  // BTH + RETH; the 8 bytes are payload
   EXPECT_EQ(op_info(op::kUcWriteOnlyImm).hdr_len, 32);
   EXPECT_EQ(op_info(op::kUdSendOnly).hdr_len, 20);
   EXPECT_EQ(op_info(op::kUdSendOnlyImm).hdr_len, 24);

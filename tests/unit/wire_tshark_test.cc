@@ -148,6 +148,13 @@ void expect_fields(const Case& c, const Row& r) {
     EXPECT_EQ(last(r, "infiniband.vendor"), std::string(32, '0') + icrc);
     return;
   }
+  if (o == op::kRcAtomicWrite && r.at("infiniband.reth").empty()) {
+    // tshark 4.0 predates ATOMIC WRITE (IBA 1.5): it decodes the BTH and shows the RETH, the 8 bytes and the
+    // ICRC as unknown data. A tshark that knows the opcode gets the full checks below.
+    const size_t bth = f.size() - kIcrcLen - c.payload.size() - sizeof(Reth) - sizeof(Bth);
+    EXPECT_EQ(last(r, "infiniband.vendor"), hex(f.data() + bth + sizeof(Bth), f.size() - bth - sizeof(Bth)));
+    return;
+  }
   for (const auto& [bit, field] : kExtHeaders) EXPECT_EQ(r.at(field).empty(), !(op.mask & bit)) << field;
   if (op.mask & kHasDeth) {
     EXPECT_EQ(num(r, "infiniband.deth.q_key"), dec(c.h.deth.qkey));

@@ -35,6 +35,7 @@ enum : uint8_t {
   kRcFetchAdd = 0x14,
   kRcSendLastInv = 0x16,
   kRcSendOnlyInv = 0x17,
+  kRcAtomicWrite = 0x1D,  // IBA 1.5 (the kernel's IB_OPCODE_RC_ATOMIC_WRITE)
   kUcSendFirst = 0x20,
   kUcSendMiddle = 0x21,
   kUcSendLast = 0x22,
@@ -87,6 +88,7 @@ enum OpMask : uint32_t {
   kUc = 1u << 23,
   kUd = 1u << 24,
   kIsCnp = 1u << 25,
+  kOpAtomicWrite = 1u << 26,  // ATOMIC WRITE: also kOpWrite (same access right, acknowledged like a WRITE)
 };
 
 constexpr uint32_t kStartsMessage = kFirst | kOnly;
@@ -171,6 +173,9 @@ constexpr std::array<OpInfo, 256> build_table() {
       kOpSend | kIsRequest | kHasPayload | kHasIeth | kConsumesRecvWqe | kCompletesRecv | kRc;
   t[op::kRcSendLastInv] = make_op("RC_SEND_LAST_INV", kSendInv | kLast);
   t[op::kRcSendOnlyInv] = make_op("RC_SEND_ONLY_INV", kSendInv | kOnly);
+  // ATOMIC WRITE: a RETH and exactly 8 payload bytes, answered with an ACK.
+  t[op::kRcAtomicWrite] = make_op(
+      "RC_ATOMIC_WRITE", kOpWrite | kOpAtomicWrite | kIsRequest | kHasPayload | kOnly | kHasReth | kRc);
 
   constexpr uint32_t kUdSend =
       kOpSend | kIsRequest | kHasPayload | kOnly | kHasDeth | kConsumesRecvWqe | kCompletesRecv | kUd;
@@ -195,5 +200,6 @@ static_assert(op_info(op::kRcAtomicAck).hdr_len == 12 + 4 + 8);
 static_assert(op_info(op::kUdSendOnlyImm).immdt == 20);
 static_assert(op_info(op::kRcCmpSwap).hdr_len == 40);
 static_assert(op_info(op::kCnp).hdr_len == 28);
+static_assert(op_info(op::kRcAtomicWrite).hdr_len == 12 + 16);
 
 }  // namespace uroce::wire
