@@ -90,6 +90,13 @@ struct verbs_cq {
   };
 };
 
+struct verbs_xrcd {
+  ibv_xrcd xrcd;
+  uint32_t comp_mask;
+  uint32_t handle;
+};
+constexpr uint32_t kVerbsQpXrcd = 1u << 0;
+
 struct verbs_srq {
   ibv_srq srq;
   int srq_type;  // enum ibv_srq_type

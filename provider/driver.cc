@@ -51,6 +51,7 @@ verbs_context_ops make_ops() {
   fill_mr_ops(&ops);
   fill_cq_ops(&ops);
   fill_qp_ops(&ops);
+  fill_xrc_ops(&ops);
   return ops;
 }
 
@@ -109,9 +110,10 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.max_qp = params::kMaxQp;
   d.max_qp_wr = params::kMaxQpWr;
   // Memory windows of type 1 and type 2B (bound through, and invalidated only by, one QP). No fast-register
-  // MRs, so no IBV_DEVICE_MEM_MGT_EXTENSIONS.
+  // MRs, so no IBV_DEVICE_MEM_MGT_EXTENSIONS. XRC domains, SRQs and QPs.
   d.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-                       IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+                       IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+                       IBV_DEVICE_XRC;
   d.max_sge = params::kMaxSge;
   d.max_sge_rd = params::kMaxSge;
   d.max_cq = params::kMaxCq;

@@ -42,6 +42,11 @@ struct USrq {
   Srq* srq;
 };
 
+struct UXrcd {
+  verbs_xrcd vxrcd;
+  Xrcd* xrcd;
+};
+
 struct UAh {
   ibv_ah ibv;
   AddressVector av;
@@ -76,12 +81,14 @@ inline UPd* upd(ibv_pd* p) { return reinterpret_cast<UPd*>(p); }
 inline UCq* ucq(ibv_cq* c) { return reinterpret_cast<UCq*>(c); }
 inline UQp* uqp(ibv_qp* q) { return reinterpret_cast<UQp*>(q); }
 inline USrq* usrq(ibv_srq* s) { return reinterpret_cast<USrq*>(s); }
+inline UXrcd* uxrcd(ibv_xrcd* x) { return reinterpret_cast<UXrcd*>(x); }
 
 // Fills the verbs ops table (verbs_*.cc each contribute their part).
 void fill_device_ops(verbs_context_ops* ops);
 void fill_mr_ops(verbs_context_ops* ops);
 void fill_cq_ops(verbs_context_ops* ops);
 void fill_qp_ops(verbs_context_ops* ops);
+void fill_xrc_ops(verbs_context_ops* ops);
 
 // ibv_qp_ex work-request builder (qp_ex.cc).
 void init_qp_ex(UQp* q, uint64_t send_ops_flags);

@@ -89,6 +89,10 @@ void wr_set_ud_addr(ibv_qp_ex* qp, ibv_ah* ah, uint32_t remote_qpn, uint32_t rem
   p->wr.remote_qkey = remote_qkey;
 }
 
+void wr_set_xrc_srqn(ibv_qp_ex* qp, uint32_t srqn) {
+  if (PendingWr* p = current(qp)) p->wr.xrc_srqn = srqn;
+}
+
 void wr_set_sge_list(ibv_qp_ex* qp, size_t n, const ibv_sge* sges) {
   PendingWr* p = current(qp);
   if (!p) return;
@@ -184,6 +188,7 @@ void init_qp_ex(UQp* q, uint64_t ops) {
   ex.wr_set_inline_data = wr_set_inline_data;
   ex.wr_set_inline_data_list = wr_set_inline_data_list;
   if (q->vqp.qp.qp_type == IBV_QPT_UD) ex.wr_set_ud_addr = wr_set_ud_addr;
+  if (q->vqp.qp.qp_type == IBV_QPT_XRC_SEND) ex.wr_set_xrc_srqn = wr_set_xrc_srqn;
   q->ex_wrs.reserve(64);
   q->ex_sges.reserve(64);
 }

@@ -21,9 +21,18 @@ void init_event_sync(pthread_mutex_t* mu, pthread_cond_t* cond, uint32_t* events
   *events_completed = 0;
 }
 
-UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a) {
-  QpType type;
+// XRC_SEND is an RC QP with an XRC initiator's role (a send queue only); XRC_RECV an XRC target of `xrcd`
+// (no PD, CQs or queues of its own).
+UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a, ibv_xrcd* xrcd = nullptr) {
+  QpType type = QpType::kRc;
+  XrcRole xrc = XrcRole::kNone;
   switch (a->qp_type) {
+    case IBV_QPT_XRC_SEND:
+      xrc = XrcRole::kInitiator;
+      break;
+    case IBV_QPT_XRC_RECV:
+      xrc = XrcRole::kTarget;
+      break;
     case IBV_QPT_RC:
       type = QpType::kRc;
       break;
@@ -36,20 +45,34 @@ UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a) {
     default:
       return errno = EOPNOTSUPP, nullptr;
   }
-  if (!pd || !a->send_cq || !a->recv_cq) return errno = EINVAL, nullptr;
+  if (xrc == XrcRole::kTarget) {
+    if (!xrcd) return errno = EINVAL, nullptr;
+    pd = nullptr;
+    a->send_cq = a->recv_cq = nullptr;
+    a->srq = nullptr;
+    a->cap = ibv_qp_cap{};
+  } else if (xrc == XrcRole::kInitiator) {
+    if (!pd || !a->send_cq || a->srq) return errno = EINVAL, nullptr;
+    a->recv_cq = nullptr;
+    a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+  } else if (!pd || !a->send_cq || !a->recv_cq) {
+    return errno = EINVAL, nullptr;
+  }
   auto* q = new (std::nothrow) UQp{};
   if (!q) return errno = ENOMEM, nullptr;
   QpInitAttr init;
   init.type = type;
-  init.send_cq = ucq(a->send_cq)->cq;
-  init.recv_cq = ucq(a->recv_cq)->cq;
+  init.xrc = xrc;
+  init.xrcd = xrcd ? uxrcd(xrcd)->xrcd : nullptr;
+  init.send_cq = a->send_cq ? ucq(a->send_cq)->cq : nullptr;
+  init.recv_cq = a->recv_cq ? ucq(a->recv_cq)->cq : nullptr;
   init.srq = a->srq ? usrq(a->srq)->srq : nullptr;
   init.sq_sig_all = a->sq_sig_all;
   init.cap = QpCap{a->cap.max_send_wr, a->cap.max_recv_wr, a->cap.max_send_sge, a->cap.max_recv_sge,
                    a->cap.max_inline_data};
   Engine& e = engine(c);
   std::lock_guard lock(e.mu());
-  if (int err = e.dev().create_qp(upd(pd)->pd, init, &q->qp)) {
+  if (int err = e.dev().create_qp(pd ? upd(pd)->pd : nullptr, init, &q->qp)) {
     delete q;
     return errno = err, nullptr;
   }
@@ -64,6 +87,10 @@ UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a) {
   ibv.qp_num = q->qp->qpn();
   ibv.state = IBV_QPS_RESET;
   ibv.qp_type = a->qp_type;
+  if (xrcd) {
+    q->vqp.comp_mask |= kVerbsQpXrcd;
+    q->vqp.xrcd = &uxrcd(xrcd)->vxrcd;
+  }
   init_event_sync(&ibv.mutex, &ibv.cond, &ibv.events_completed);
   if (a->srq) a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
   e.qp_events[ibv.qp_num] = {&ibv, async_wfd(c)};
@@ -76,8 +103,15 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
 }
 
 ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
-  constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) return errno = EINVAL, nullptr;
+  constexpr uint32_t kSupported =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  ibv_xrcd* xrcd = nullptr;
+  if (a->qp_type == IBV_QPT_XRC_RECV) {  // a target belongs to a domain, not to a PD
+    if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd) return errno = EINVAL, nullptr;
+    xrcd = a->xrcd;
+  } else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+    return errno = EINVAL, nullptr;
+  }
   if (a->comp_mask & ~kSupported) return errno = EOPNOTSUPP, nullptr;
   // The ibv_wr_* operations each QP type can post (IBA table 39; ATOMIC WRITE is RC only, like the other
   // atomics). Asking for one the type cannot do fails the create, as on other providers.
@@ -101,7 +135,7 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
   base.cap = a->cap;
   base.qp_type = a->qp_type;
   base.sq_sig_all = a->sq_sig_all;
-  UQp* q = make_qp(c, a->pd, &base);
+  UQp* q = make_qp(c, xrcd ? nullptr : a->pd, &base, xrcd);
   if (!q) return nullptr;
   a->cap = base.cap;
   if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
@@ -242,6 +276,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   Engine& e = engine(ibv->context);
   Qp* qp = uqp(ibv)->qp;
   const bool ud = ibv->qp_type == IBV_QPT_UD;
+  const bool xrc = ibv->qp_type == IBV_QPT_XRC_SEND;
   const Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
@@ -261,6 +296,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
       s.remote_qpn = wr->wr.ud.remote_qpn;
       s.remote_qkey = wr->wr.ud.remote_qkey;
     }
+    if (xrc) s.xrc_srqn = wr->qp_type.xrc.remote_srqn;
     if ((err = qp->post_send(s)) != 0) break;
   }
   if (err) *bad = wr;

@@ -36,6 +36,7 @@ namespace uroce {
   X(kDropUnknownQp, "drop_unknown_qp")          \
   X(kDropQpState, "drop_qp_state")              \
   X(kDropWrongQpType, "drop_wrong_qp_type")     \
+  X(kDropXrcSrq, "drop_xrc_srq")                \
   X(kDropPkey, "drop_bad_pkey")                 \
   X(kDropQkey, "drop_bad_qkey")                 \
   X(kDropUdNoWqe, "drop_ud_no_recv_wqe")        \

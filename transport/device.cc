@@ -117,6 +117,8 @@ int Device::resize_cq(Cq* cq, uint32_t cqe) {
 int Device::destroy_cq(Cq* cq) {
   for (Qp* qp : qp_list_)
     if (qp->init_.send_cq == cq || qp->init_.recv_cq == cq) return EBUSY;
+  for (const auto& s : srqs_)
+    if (s->cq == cq) return EBUSY;
   erase_owned(cqs_, cq);
   return 0;
 }
@@ -131,6 +133,36 @@ int Device::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit
   *out = srq.get();
   srqs_.push_back(std::move(srq));
   return 0;
+}
+
+int Device::alloc_xrcd(Xrcd** out) {
+  auto x = std::make_unique<Xrcd>();
+  x->handle = next_handle_++;
+  *out = x.get();
+  xrcds_.push_back(std::move(x));
+  return 0;
+}
+
+int Device::dealloc_xrcd(Xrcd* xrcd) {
+  if (xrcd->refs) return EBUSY;
+  erase_owned(xrcds_, xrcd);
+  return 0;
+}
+
+int Device::create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
+                           Srq** out) {
+  if (!pd || !xrcd || !cq) return EINVAL;
+  if (const int rc = create_srq(pd, max_wr, max_sge, limit, out)) return rc;
+  (*out)->xrcd = xrcd;
+  (*out)->cq = cq;
+  ++xrcd->refs;
+  return 0;
+}
+
+Srq* Device::find_srq(uint32_t srqn) const {
+  for (const auto& s : srqs_)
+    if (s->handle == srqn) return s.get();
+  return nullptr;
 }
 
 int Device::modify_srq(Srq* srq, uint32_t /*max_wr*/, uint32_t limit, uint32_t mask) {
@@ -149,13 +181,35 @@ int Device::post_srq_recv(Srq* srq, const RecvWr& wr) { return srq->rq.post(wr);
 int Device::destroy_srq(Srq* srq) {
   if (srq->qp_refs) return EBUSY;
   --srq->pd->refs;
+  if (srq->xrcd) {
+    --srq->xrcd->refs;
+    // XRC targets that last served from it forget it (a message it was filling is dropped).
+    for (Qp* qp : qp_list_) {
+      if (qp->init_.xrc != XrcRole::kTarget || qp->init_.srq != srq) continue;
+      qp->init_.srq = nullptr;
+      qp->init_.recv_cq = nullptr;
+      qp->pd_ = nullptr;
+      qp->have_wqe_ = false;
+      qp->in_msg_ = Qp::InMsg::kNone;
+    }
+  }
   erase_owned(srqs_, srq);
   return 0;
 }
 
 int Device::check_qp_init(const QpInitAttr& init) const {
   const QpCap& c = init.cap;
-  if (!init.send_cq || !init.recv_cq) return EINVAL;
+  switch (init.xrc) {
+    case XrcRole::kNone:
+      if (!init.send_cq || !init.recv_cq) return EINVAL;
+      break;
+    case XrcRole::kInitiator:  // a send queue only
+      if (!init.send_cq || init.srq || c.max_recv_wr || init.type != QpType::kRc) return EINVAL;
+      break;
+    case XrcRole::kTarget:  // no queue of its own: it serves requests from its domain's SRQs
+      if (!init.xrcd || init.type != QpType::kRc) return EINVAL;
+      break;
+  }
   if (init.type != QpType::kRc && init.type != QpType::kUc && init.type != QpType::kUd) return EOPNOTSUPP;
   if (c.max_send_wr > params::kMaxQpWr || c.max_send_sge > params::kMaxSge ||
       c.max_inline_data > params::kMaxInline)
@@ -175,7 +229,14 @@ int Device::create_gsi_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
 
 void Device::place_qp(uint32_t qpn, Pd* pd, const QpInitAttr& init, Qp** out) {
   auto qp = std::make_unique<Qp>(this, qpn, pd, init);
-  ++pd->refs;
+  if (init.xrc == XrcRole::kTarget) {
+    qp->init_.send_cq = qp->init_.recv_cq = nullptr;
+    qp->init_.srq = nullptr;
+    qp->pd_ = nullptr;
+    ++init.xrcd->refs;
+  } else {
+    ++pd->refs;
+  }
   if (init.srq) ++init.srq->qp_refs;
   *out = qp.get();
   qp_list_.push_back(qp.get());
@@ -210,8 +271,12 @@ int Device::destroy_qp(Qp* qp) {
   flush_tx();  // what is already built first: a blocked device builds nothing new
   if (!qp->error()) qp->resp_flush_acks();
   flush_tx();
-  --qp->pd_->refs;
-  if (qp->init_.srq) --qp->init_.srq->qp_refs;
+  if (qp->init_.xrc == XrcRole::kTarget) {
+    --qp->init_.xrcd->refs;
+  } else {
+    --qp->pd_->refs;
+    if (qp->init_.srq) --qp->init_.srq->qp_refs;
+  }
   mrs_.qp_gone(qp);
   qp_list_.erase(std::find(qp_list_.begin(), qp_list_.end(), qp));
   qps_.erase(qp->qpn());

@@ -79,6 +79,12 @@ class Device {
   int resize_cq(Cq* cq, uint32_t cqe);
   int destroy_cq(Cq* cq);  // EBUSY while a QP uses it
   int create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit, Srq** out);
+  // XRC: domains, and SRQs of a domain whose receives complete to `cq`. EBUSY while SRQs or QPs use it.
+  int alloc_xrcd(Xrcd** out);
+  int dealloc_xrcd(Xrcd* xrcd);
+  int create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
+                     Srq** out);
+  Srq* find_srq(uint32_t srqn) const;
   int modify_srq(Srq* srq, uint32_t max_wr, uint32_t limit, uint32_t mask);  // mask: 1 max_wr, 2 limit
   int post_srq_recv(Srq* srq, const RecvWr& wr);
   int destroy_srq(Srq* srq);
@@ -130,6 +136,7 @@ class Device {
   MrTable mrs_;
   std::vector<std::unique_ptr<Cq>> cqs_;
   std::vector<std::unique_ptr<Srq>> srqs_;
+  std::vector<std::unique_ptr<Xrcd>> xrcds_;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;
   std::vector<Qp*> qp_list_;  // iteration order for timers and transmit
   uint32_t rr_next_ = 0;      // round-robin start for transmit fairness

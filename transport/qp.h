@@ -27,8 +27,15 @@ class Device;
 // SEND and RDMA WRITE with immediate consume a receive WQE at the responder (and so an end-to-end credit).
 bool consumes_recv_wqe(WrOpcode op);
 
+// XRC QPs are RC QPs with a role: an initiator sends requests (with an XRCETH naming the target's SRQ) and
+// has no receive queue; a target has no PD, CQs or send queue of its own and serves each request from the
+// SRQ of its XRC domain the request names (that SRQ's PD, receive queue and CQ).
+enum class XrcRole : uint8_t { kNone, kInitiator, kTarget };
+
 struct QpInitAttr {
   QpType type = QpType::kRc;
+  XrcRole xrc = XrcRole::kNone;  // with type kRc
+  Xrcd* xrcd = nullptr;          // kTarget
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
@@ -56,8 +63,8 @@ struct SendWqe {
   uint32_t imm_be = 0;
   uint32_t flags = 0;
   uint32_t first_psn = 0;
-  uint32_t npkts = 0;         // packets of the message (READ: of its responses)
-  uint64_t read_done = 0;     // READ: response bytes placed so far
+  uint32_t npkts = 0;      // packets of the message (READ: of its responses)
+  uint64_t read_done = 0;  // READ: response bytes placed so far
   WrOpcode opcode = WrOpcode::kSend;
   WqeState state = WqeState::kPosted;
   WcStatus status = WcStatus::kSuccess;
@@ -65,7 +72,8 @@ struct SendWqe {
   AddressVector av;
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
-  MwBind bind;  // BIND_MW
+  MwBind bind;            // BIND_MW
+  uint32_t xrc_srqn = 0;  // XRC initiator: the SRQ at the target
 };
 
 // A queued response of the responder. Responses leave in PSN order, so an ACK never overtakes the READ
@@ -111,6 +119,7 @@ class Qp {
 
   uint32_t qpn() const { return qpn_; }
   QpType type() const { return init_.type; }
+  XrcRole xrc() const { return init_.xrc; }
   QpState state() const { return attr_.qp_state; }
   Pd* pd() const { return pd_; }
   const QpInitAttr& init_attr() const { return init_; }
@@ -173,6 +182,7 @@ class Qp {
   WcStatus resp_place(const uint8_t* data, uint32_t len);
   void resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev);
   void resp_drop_message();
+  bool resp_xrc_select(const wire::ParsedPacket& pkt);
   void resp_rc(const wire::ParsedPacket& pkt);
   void resp_uc(const wire::ParsedPacket& pkt);
   void resp_ud(const wire::ParsedPacket& pkt);

@@ -14,13 +14,16 @@ namespace uroce {
 
 namespace {
 
-constexpr int kRc = 0, kUc = 1, kUd = 2;
-int type_index(QpType t) { return t == QpType::kRc ? kRc : t == QpType::kUc ? kUc : kUd; }
+constexpr int kRc = 0, kUc = 1, kUd = 2, kXrcIni = 3, kXrcTgt = 4;
+int type_index(QpType t, XrcRole x) {
+  if (x != XrcRole::kNone) return x == XrcRole::kInitiator ? kXrcIni : kXrcTgt;
+  return t == QpType::kRc ? kRc : t == QpType::kUc ? kUc : kUd;
+}
 
 struct Rule {
   bool valid = false;
-  uint32_t req[3] = {0, 0, 0};
-  uint32_t opt[3] = {0, 0, 0};
+  uint32_t req[5] = {0, 0, 0, 0, 0};
+  uint32_t opt[5] = {0, 0, 0, 0, 0};
 };
 
 constexpr uint32_t kAltMig = kQpAltPath | kQpPathMigState;
@@ -68,6 +71,18 @@ constexpr auto kRules = [] {
                            kQpAv | kAltMig | kQpAccessFlags | kQpPkeyIndex, kQpPkeyIndex | kQpQkey}};
   at(S::kSqe, S::kRts) = {true, {0, 0, 0}, {0, kQpCurState | kQpAccessFlags, kQpCurState | kQpQkey}};
   // SQE -> RTS does not exist for RC: an RC send error takes the QP to ERR.
+  // XRC initiators and targets follow RC, except where one half of RC is missing: an initiator has no
+  // responder (no MAX_DEST_RD_ATOMIC or MIN_RNR_TIMER), a target no requester (RTS needs only the timeout
+  // and SQ PSN).
+  for (auto& row : t)
+    for (Rule& r : row) {
+      r.req[kXrcIni] = r.req[kXrcTgt] = r.req[kRc];
+      r.opt[kXrcIni] = r.opt[kXrcTgt] = r.opt[kRc];
+    }
+  at(S::kInit, S::kRtr).req[kXrcIni] = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
+  at(S::kRtr, S::kRts).req[kXrcTgt] = kQpSqPsn | kQpTimeout;
+  for (auto& row : t)
+    for (Rule& r : row) r.opt[kXrcIni] &= ~(kQpMinRnrTimer | kQpMaxDestRdAtomic);
   return t;
 }();
 
@@ -121,7 +136,7 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
   const QpState next = (mask & kQpState) ? a.qp_state : cur;
   if (static_cast<int>(next) > static_cast<int>(QpState::kErr)) return EINVAL;
   const Rule& rule = kRules[static_cast<int>(cur)][static_cast<int>(next)];
-  const int t = type_index(type());
+  const int t = type_index(type(), init_.xrc);
   const uint32_t given = mask & ~kQpState;
   if (!rule.valid || (given & rule.req[t]) != rule.req[t] || (given & ~(rule.req[t] | rule.opt[t])))
     return EINVAL;

@@ -71,8 +71,15 @@ void Device::handle_rx(PktBuf* buf) {
     cnt_.add(Counter::kDropPkey);
     return;
   }
-  const uint32_t service = qp->type() == QpType::kRc ? kRc : qp->type() == QpType::kUc ? kUc : kUd;
-  if (!(m & service)) {
+  const uint32_t service = qp->xrc() != XrcRole::kNone ? kXrc
+                           : qp->type() == QpType::kRc ? kRc
+                           : qp->type() == QpType::kUc ? kUc
+                                                       : kUd;
+  // An XRC initiator takes only responses, a target only requests.
+  uint32_t wrong_dir = 0;
+  if (qp->xrc() == XrcRole::kInitiator) wrong_dir = kIsRequest;
+  if (qp->xrc() == XrcRole::kTarget) wrong_dir = kIsResponse;
+  if (!(m & service) || (m & wrong_dir)) {
     cnt_.add(Counter::kDropWrongQpType);
     return;
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "transport/cq.h"
 #include "transport/mr.h"
 #include "transport/verbs_types.h"
 
@@ -38,12 +39,22 @@ class RecvQueue {
   uint32_t count_ = 0;
 };
 
+// An XRC domain (IBA 11.2.x, XRC annex): XRC SRQs and XRC target QPs belong to one; a request that reaches a
+// target QP may name any SRQ of the target's domain.
+struct Xrcd {
+  uint32_t handle = 0;
+  uint32_t refs = 0;  // XRC SRQs and target QPs
+};
+
 struct Srq {
   Srq(uint32_t handle, Pd* pd, uint32_t max_wr, uint32_t max_sge)
       : handle(handle), pd(pd), rq(max_wr, max_sge) {}
-  uint32_t handle;
+  uint32_t handle;  // also the SRQ number that XRC requests name (ibv_get_srq_num)
   Pd* pd;
   RecvQueue rq;
+  // XRC SRQ: its domain and the CQ its receives complete to (a basic SRQ has neither: the QP's CQ is used).
+  Xrcd* xrcd = nullptr;
+  Cq* cq = nullptr;
   uint32_t limit = 0;  // armed when non-zero: SRQ_LIMIT_REACHED fires once when fewer WQEs than this remain
   uint32_t qp_refs = 0;
 };

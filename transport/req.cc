@@ -35,6 +35,7 @@ bool consumes_recv_wqe(WrOpcode op) {
 }
 
 int Qp::post_send(const SendWr& wr) {
+  if (init_.xrc == XrcRole::kTarget) return EINVAL;  // an XRC target has no send queue
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) return EINVAL;
   if (post_idx_ - comp_idx_ >= attr_.cap.max_send_wr) return ENOMEM;
@@ -68,6 +69,7 @@ int Qp::post_send(const SendWr& wr) {
   w.swap = wr.swap;
   w.length = len;
   w.bind = wr.bind;
+  w.xrc_srqn = wr.xrc_srqn & kPsnMask;
   const uint32_t sge_per = attr_.cap.max_send_sge ? attr_.cap.max_send_sge : 1;
   Sge* sge = &sq_sges_[static_cast<size_t>(slot) * sge_per];
   if (aw && inl) {
@@ -258,6 +260,7 @@ bool Qp::req_send_packet(SendWqe& w) {
     if (h.bth.ackreq) pkts_since_ackreq_ = 0;
   }
 
+  h.xrc_srqn = w.xrc_srqn;  // XRC opcodes carry it (emit() turns RC opcodes into XRC ones)
   if (!emit(h, sge, num_sge, offset, len, true)) return false;
   if (psn == rewound_at_) resent_ = true;
   const bool resent = psn_before(psn, psn_hw_);

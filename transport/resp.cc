@@ -19,7 +19,8 @@ using namespace wire;
 }  // namespace
 
 int Qp::post_recv(const RecvWr& wr) {
-  if (init_.srq || attr_.qp_state == QpState::kReset) return EINVAL;  // SRQ users post to the SRQ
+  // SRQ users post to the SRQ; XRC QPs have no receive queue
+  if (init_.srq || init_.xrc != XrcRole::kNone || attr_.qp_state == QpState::kReset) return EINVAL;
   if (int e = rq_->post(wr)) return e;
   if (error()) flush();  // a receive posted in ERR completes at once with WR_FLUSH_ERR
   return 0;
@@ -41,6 +42,7 @@ void Qp::on_request(const ParsedPacket& pkt) {
     comm_est_ = true;
     dev_->raise(EventType::kCommEst, qpn_);
   }
+  if (init_.xrc == XrcRole::kTarget && !resp_xrc_select(pkt)) return;
   switch (type()) {
     case QpType::kRc:
       return resp_rc(pkt);
@@ -49,6 +51,24 @@ void Qp::on_request(const ParsedPacket& pkt) {
     case QpType::kUd:
       return resp_ud(pkt);
   }
+}
+
+// An XRC target serves each request from the SRQ its XRCETH names: that SRQ's receive queue, CQ and PD.
+// A number that is no SRQ of the target's XRC domain is an invalid request (NAK when it is the expected
+// PSN; anything else is dropped as the sequence rules would drop it).
+bool Qp::resp_xrc_select(const ParsedPacket& pkt) {
+  Srq* s = dev_->find_srq(pkt.xrceth().srqn.get());
+  if (s && s->xrcd == init_.xrcd) {
+    init_.srq = s;
+    init_.recv_cq = s->cq;
+    pd_ = s->pd;
+    return true;
+  }
+  dev_->cnt().add(Counter::kDropXrcSrq);
+  const uint32_t psn = bth_psn(pkt.bth());
+  if (psn == epsn_ && (pkt.op().mask & kStartsMessage) && in_msg_ == InMsg::kNone)
+    resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+  return false;
 }
 
 void Qp::resp_rc(const ParsedPacket& pkt) {

@@ -13,7 +13,15 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   PktBuf* buf = dev_->alloc_tx();
   if (!buf) return false;
   if (echo && buf->telemetry) *buf->telemetry = *echo;
-  const size_t hl = wire::build_headers(h, len, buf->data);
+  size_t hl;
+  if (init_.xrc != XrcRole::kNone && h.bth.opcode < wire::op::kUcSendFirst) {
+    // The roles build RC packets; an XRC QP sends the same operation from the XRC opcode range.
+    wire::PacketHeaders x = h;
+    x.bth.opcode = static_cast<uint8_t>(x.bth.opcode + wire::op::kXrcBase);
+    hl = wire::build_headers(x, len, buf->data);
+  } else {
+    hl = wire::build_headers(h, len, buf->data);
+  }
   // Payload gathered from registered memory and checksummed in one pass.
   const uint32_t crc =
       sge_gather_crc(sge, num_sge, offset, buf->data + hl, len, wire::icrc_after_headers(buf->data, hl));

@@ -190,6 +190,7 @@ struct SendWr {
   const AddressVector* ah = nullptr;
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  uint32_t xrc_srqn = 0;  // XRC initiator QPs: the target's SRQ number
 };
 
 struct RecvWr {

@@ -53,6 +53,9 @@ std::vector<Wc> Endpoint::poll_cq(Cq* q) {
 int connect_qps(Endpoint& a, Qp* qa, Endpoint& b, Qp* qb, const RcOptions& o) {
   auto bring_up = [&o](Qp* qp, const Gid& dgid, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
     const bool rc = qp->type() == QpType::kRc;
+    // XRC: an initiator is RC without the responder half, a target RC without the requester half.
+    const bool responder = rc && qp->xrc() != XrcRole::kInitiator;
+    const bool requester = rc && qp->xrc() != XrcRole::kTarget;
     QpAttr at;
     at.qp_state = QpState::kInit;
     at.port_num = 1;
@@ -66,7 +69,7 @@ int connect_qps(Endpoint& a, Qp* qa, Endpoint& b, Qp* qb, const RcOptions& o) {
     at.max_dest_rd_atomic = o.max_rd_atomic;
     at.min_rnr_timer = o.min_rnr_timer;
     uint32_t mask = kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
-    if (rc) mask |= kQpMaxDestRdAtomic | kQpMinRnrTimer;
+    if (responder) mask |= kQpMaxDestRdAtomic | kQpMinRnrTimer;
     if (int e = qp->modify(at, mask)) return e;
     at.qp_state = QpState::kRts;
     at.sq_psn = sq_psn;
@@ -75,7 +78,8 @@ int connect_qps(Endpoint& a, Qp* qa, Endpoint& b, Qp* qb, const RcOptions& o) {
     at.rnr_retry = o.rnr_retry;
     at.max_rd_atomic = o.max_rd_atomic;
     mask = kQpState | kQpSqPsn;
-    if (rc) mask |= kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
+    if (rc) mask |= kQpTimeout;
+    if (requester) mask |= kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
     return qp->modify(at, mask);
   };
   if (int e = bring_up(qa, b.gid(), qb->qpn(), o.sq_psn_a, o.sq_psn_b)) return e;

@@ -6,11 +6,13 @@
 namespace uroce::wire {
 namespace {
 
-TEST(OpcodeTable, HasExactlyTheRcUcUdAndCnpOpcodes) {
-  EXPECT_EQ(test::all_opcodes().size(), 24u + 12u + 2u + 1u);
+TEST(OpcodeTable, HasExactlyTheRcUcUdXrcAndCnpOpcodes) {
+  // RC (with ATOMIC WRITE), UC, UD, CNP, and XRC (each RC opcode again).
+  EXPECT_EQ(test::all_opcodes().size(), 25u + 12u + 2u + 1u + 25u);
   for (uint8_t o : test::all_opcodes()) {
     const uint32_t m = op_info(o).mask;
-    EXPECT_EQ(__builtin_popcount(m & (kRc | kUc | kUd | kIsCnp)), 1) << op_name(o);
+    EXPECT_EQ(__builtin_popcount(m & (kRc | kUc | kUd | kXrc | kIsCnp)), 1) << op_name(o);
+    EXPECT_EQ((m & kHasXrceth) != 0, (m & kXrc) && (m & kIsRequest)) << op_name(o);
     if (!(m & kIsCnp)) {
       EXPECT_EQ(__builtin_popcount(m & (kFirst | kMiddle | kLast | kOnly)), 1) << op_name(o);
       EXPECT_EQ(__builtin_popcount(m & (kIsRequest | kIsResponse)), 1) << op_name(o);

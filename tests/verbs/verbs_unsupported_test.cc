@@ -3,8 +3,6 @@
 // work. A program probing for a feature reads exactly this.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -54,14 +52,6 @@ TEST_F(Unsupported, MrWhoseIovaIsNotItsAddress) {
                                IBV_ACCESS_LOCAL_WRITE);
   ASSERT_NE(mr, nullptr);
   EXPECT_EQ(ibv_dereg_mr(mr), 0);
-}
-
-TEST_F(Unsupported, XrcDomainsAndSrqs) {
-  ibv_xrcd_init_attr xa{};
-  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-  xa.fd = -1;
-  xa.oflags = O_CREAT;
-  expect_refused("ibv_open_xrcd", [&] { return ibv_open_xrcd(ctx, &xa); });
 }
 
 TEST_F(Unsupported, DeviceMemory) {

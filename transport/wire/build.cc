@@ -17,6 +17,11 @@ H& at(uint8_t* p, size_t off) {
 }
 
 void write_ext_headers(const PacketHeaders& h, const OpInfo& op, uint8_t* bth) {
+  if (op.mask & kHasXrceth) {
+    auto& x = at<Xrceth>(bth, op.xrceth);
+    x.resv = 0;
+    x.srqn.set(h.xrc_srqn);
+  }
   if (op.mask & kHasDeth) {
     auto& d = at<Deth>(bth, op.deth);
     d.qkey.set(h.deth.qkey);

@@ -109,6 +109,11 @@ struct Ieth {  // Invalidate ETH, IBA 9.3.8
   be32 rkey;
 };
 
+struct Xrceth {  // XRC ETH, IBA 9.3.9 (XRC annex): the SRQ at the target that takes the request
+  uint8_t resv;
+  be24 srqn;
+};
+
 struct Deth {  // Datagram ETH, IBA 9.3.2
   be32 qkey;
   uint8_t resv;

@@ -10,7 +10,8 @@
 namespace uroce::wire {
 
 namespace op {
-// Wire opcodes by name. Transport bits 7..5: 000 RC, 001 UC, 011 UD, 100 CNP.
+// Wire opcodes by name. Transport bits 7..5: 000 RC, 001 UC, 011 UD, 100 CNP, 101 XRC (the RC opcodes
+// plus kXrcBase, requests with an XRCETH after the BTH).
 enum : uint8_t {
   kRcSendFirst = 0x00,
   kRcSendMiddle = 0x01,
@@ -51,6 +52,8 @@ enum : uint8_t {
   kUdSendOnly = 0x64,
   kUdSendOnlyImm = 0x65,
   kCnp = 0x81,
+  kXrcBase = 0xA0,
+  kXrcAck = kXrcBase + kRcAck,
 };
 }  // namespace op
 
@@ -89,6 +92,8 @@ enum OpMask : uint32_t {
   kUd = 1u << 24,
   kIsCnp = 1u << 25,
   kOpAtomicWrite = 1u << 26,  // ATOMIC WRITE: also kOpWrite (same access right, acknowledged like a WRITE)
+  kXrc = 1u << 27,
+  kHasXrceth = 1u << 28,  // first after the BTH
 };
 
 constexpr uint32_t kStartsMessage = kFirst | kOnly;
@@ -100,6 +105,7 @@ struct OpInfo {
   uint8_t hdr_len;  // BTH plus all extension headers, bytes
   // Offsets from the start of the BTH; 0 when the header is absent.
   uint8_t deth, reth, atomic_eth, aeth, atomic_ack_eth, immdt, ieth;
+  uint8_t xrceth = 0;
 };
 
 namespace detail {
@@ -112,6 +118,7 @@ constexpr OpInfo make_op(const char* name, uint32_t mask) {
       o.hdr_len = static_cast<uint8_t>(o.hdr_len + len);
     }
   };
+  place(kHasXrceth, o.xrceth, sizeof(Xrceth));
   place(kHasDeth, o.deth, sizeof(Deth));
   place(kHasReth, o.reth, sizeof(Reth));
   place(kHasAtomicEth, o.atomic_eth, sizeof(AtomicEth));
@@ -183,6 +190,30 @@ constexpr std::array<OpInfo, 256> build_table() {
   t[op::kUdSendOnlyImm] = make_op("UD_SEND_ONLY_IMM", kUdSend | kHasImmDt);
 
   t[op::kCnp] = make_op("CNP", kIsCnp | kHasCnpBody);
+
+  // XRC: each RC opcode at kXrcBase + the RC one, requests carrying an XRCETH; responses as RC's.
+  const char* const xrc[0x20] = {"XRC_SEND_FIRST",       "XRC_SEND_MIDDLE",
+                                 "XRC_SEND_LAST",        "XRC_SEND_LAST_IMM",
+                                 "XRC_SEND_ONLY",        "XRC_SEND_ONLY_IMM",
+                                 "XRC_WRITE_FIRST",      "XRC_WRITE_MIDDLE",
+                                 "XRC_WRITE_LAST",       "XRC_WRITE_LAST_IMM",
+                                 "XRC_WRITE_ONLY",       "XRC_WRITE_ONLY_IMM",
+                                 "XRC_READ_REQUEST",     "XRC_READ_RESP_FIRST",
+                                 "XRC_READ_RESP_MIDDLE", "XRC_READ_RESP_LAST",
+                                 "XRC_READ_RESP_ONLY",   "XRC_ACK",
+                                 "XRC_ATOMIC_ACK",       "XRC_CMP_SWAP",
+                                 "XRC_FETCH_ADD",        "UNKNOWN",
+                                 "XRC_SEND_LAST_INV",    "XRC_SEND_ONLY_INV",
+                                 "UNKNOWN",              "UNKNOWN",
+                                 "UNKNOWN",              "UNKNOWN",
+                                 "UNKNOWN",              "XRC_ATOMIC_WRITE",
+                                 "UNKNOWN",              "UNKNOWN"};
+  for (uint32_t o = 0; o < 0x20; ++o) {
+    const uint32_t m = t[o].mask;
+    if (!(m & kOpValid) || !(m & kRc)) continue;
+    const uint32_t xm = (m & ~(kRc | kOpValid)) | kXrc | ((m & kIsRequest) ? uint32_t{kHasXrceth} : 0u);
+    t[op::kXrcBase + o] = make_op(xrc[o], xm);
+  }
   return t;
 }
 
@@ -201,5 +232,9 @@ static_assert(op_info(op::kUdSendOnlyImm).immdt == 20);
 static_assert(op_info(op::kRcCmpSwap).hdr_len == 40);
 static_assert(op_info(op::kCnp).hdr_len == 28);
 static_assert(op_info(op::kRcAtomicWrite).hdr_len == 12 + 16);
+static_assert(op_info(op::kXrcBase + op::kRcWriteOnlyImm).hdr_len == 12 + 4 + 16 + 4);
+static_assert(op_info(op::kXrcBase + op::kRcWriteOnly).reth == 16);
+static_assert(op_info(op::kXrcBase + op::kRcAtomicWrite).reth == 16);
+static_assert(op_info(op::kXrcAck).hdr_len == 12 + 4 && !(op_info(op::kXrcAck).mask & kHasXrceth));
 
 }  // namespace uroce::wire

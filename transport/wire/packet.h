@@ -94,6 +94,7 @@ struct PacketHeaders {
   uint32_t imm_be = 0;  // immediate data in wire byte order (as ibv_wc.imm_data)
   uint32_t ieth_rkey = 0;
   DethFields deth;
+  uint32_t xrc_srqn = 0;                            // XRC requests: the XRCETH's SRQ number
   std::array<uint8_t, sizeof(CnpBody)> cnp_resv{};  // the CNP's reserved bytes (A17.9.3: sent as zeros)
 };
 
@@ -122,6 +123,7 @@ struct ParsedPacket {
   const AtomicAckEth& atomic_ack_eth() const { return ext<AtomicAckEth>(op().atomic_ack_eth); }
   const ImmDt& immdt() const { return ext<ImmDt>(op().immdt); }
   const Ieth& ieth() const { return ext<Ieth>(op().ieth); }
+  const Xrceth& xrceth() const { return ext<Xrceth>(op().xrceth); }
   const Deth& deth() const { return ext<Deth>(op().deth); }
   const uint8_t* payload() const { return frame + payload_off; }
   // The IP ECN codepoint (CE marks reach congestion control).
