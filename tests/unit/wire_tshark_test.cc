@@ -155,6 +155,13 @@ void expect_fields(const Case& c, const Row& r) {
     EXPECT_EQ(last(r, "infiniband.vendor"), hex(f.data() + bth + sizeof(Bth), f.size() - bth - sizeof(Bth)));
     return;
   }
+  if ((op.mask & kXrc) && !r.at("infiniband.vendor").empty()) {
+    // tshark 4.0 names the XRC opcodes but decodes none of their headers: after the BTH it shows the
+    // XRCETH, the other headers, the payload and the ICRC as unknown data.
+    const size_t bth = f.size() - kIcrcLen - c.payload.size() - (-c.payload.size() & 3) - op.hdr_len;
+    EXPECT_EQ(last(r, "infiniband.vendor"), hex(f.data() + bth + sizeof(Bth), f.size() - bth - sizeof(Bth)));
+    return;
+  }
   for (const auto& [bit, field] : kExtHeaders) EXPECT_EQ(r.at(field).empty(), !(op.mask & bit)) << field;
   if (op.mask & kHasDeth) {
     EXPECT_EQ(num(r, "infiniband.deth.q_key"), dec(c.h.deth.qkey));
