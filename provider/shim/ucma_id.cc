@@ -165,8 +165,15 @@ int route_source(const sockaddr_in6& dst, sockaddr_in6* src, int* gid_index) {
                       getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_len) == 0;
   close(fd);
   if (!routed) return -ENETUNREACH;
-  bool has_dev = false;
-  if (map_addr(own, &has_dev, gid_index) != 0 || !has_dev) return -EADDRNOTAVAIL;
+  // The route's source must be one of the device's own GIDs: a device of the host switch reaches no other
+  // host, even though the host's interface addresses name it.
+  uint8_t gid[16];
+  ip_to_gid(own, gid);
+  const Device& dev = device();
+  *gid_index = -1;
+  for (int i = 0; i < dev.num_gids && *gid_index < 0; ++i)
+    if (std::memcmp(dev.gids[i], gid, 16) == 0) *gid_index = i;
+  if (*gid_index < 0) return -EADDRNOTAVAIL;
   copy_addr(src, own);
   set_port(*src, 0);
   return 0;
