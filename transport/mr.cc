@@ -249,6 +249,34 @@ uint64_t* MrTable::remote_atomic_target(uint32_t key, const Qp* qp, const Pd* pd
   return target;
 }
 
+const Mr* MrTable::check_local(uint32_t key, const Pd* pd, uint64_t addr, uint64_t len, uint32_t need) const {
+  const Mr* mr = check(key, pd, addr, len, need);
+  if (mr && mr->odp && !odp_probe(reinterpret_cast<uint64_t>(mr->host(addr)), len, need & kAccessLocalWrite))
+    return nullptr;
+  return mr;
+}
+
+bool odp_probe(uint64_t addr, uint64_t len, bool write) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  constexpr int kBatch = 64;  // pages per system call
+  const pid_t self = getpid();
+  const uint64_t end = addr + len;
+  iovec remote[kBatch];
+  uint8_t bytes[kBatch];
+  for (uint64_t p = addr; p < end;) {
+    int n = 0;
+    for (; n < kBatch && p < end; ++n) {
+      remote[n] = iovec{reinterpret_cast<void*>(p), 1};
+      p = (p & ~(page - 1)) + page;  // the next page's first byte
+    }
+    const iovec local{bytes, static_cast<size_t>(n)};
+    if (process_vm_readv(self, &local, 1, remote, n, 0) != n) return false;
+    // The bytes go back unchanged: they lie in a buffer the work request is about to overwrite anyway.
+    if (write && process_vm_writev(self, &local, 1, remote, n, 0) != n) return false;
+  }
+  return true;
+}
+
 bool odp_copy(uint8_t* local, uint64_t addr, size_t n, bool to_addr) {
   // getpid() on every call, never cached: after fork() the child must copy within itself.
   const pid_t self = getpid();

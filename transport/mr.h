@@ -119,6 +119,11 @@ class MrTable {
     return mr;
   }
 
+  // check() for the SGE of a work request when it starts: for an ODP region the kernel also proves every
+  // page of [addr, addr + len) is there (faulting it in), and writable when `need` has local write, so that
+  // a SEND from or a READ into a hole fails its work request with a local protection error up front.
+  const Mr* check_local(uint32_t key, const Pd* pd, uint64_t addr, uint64_t len, uint32_t need) const;
+
   // The MR behind `key`: the MR itself for an MR's key, the MR a window is bound to for a window's current
   // key; nullptr for anything else. Translates checked addresses (a window's addresses are its MR's I/O
   // virtual addresses).
@@ -192,6 +197,11 @@ bool mr_access_valid(uint32_t access);
 // on this process): a page not yet touched is faulted in, an unmapped or write-protected one makes it return
 // false instead of faulting. Used for ODP regions only; ordinary regions are copied with memcpy.
 bool odp_copy(uint8_t* local, uint64_t addr, size_t n, bool to_addr);
+
+// Whether every page of [addr, addr + len) of the process is mapped (readable, and writable if `write`),
+// asked of the kernel one byte per page (process_vm_readv, then writing the same bytes back with
+// process_vm_writev for `write`): untouched pages are faulted in on the way. For ODP regions only.
+bool odp_probe(uint64_t addr, uint64_t len, bool write);
 
 // Copies between a message and the SGE list it is scattered over, with the SGEs' addresses as process
 // addresses (inline data, test buffers).

@@ -93,7 +93,7 @@ int Qp::validate_local(const SendWqe& w) const {
   const uint32_t need = is_rd_atomic(w.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
   for (uint32_t i = 0; i < w.num_sge; ++i) {
     const Sge& s = w.sge[i];
-    if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, need)) return -1;
+    if (s.length && !dev_->mrs_.check_local(s.lkey, pd_, s.addr, s.length, need)) return -1;
   }
   return 0;
 }

@@ -310,5 +310,29 @@ TEST(Odp, ASendIntoAnUnmappedReceiveBufferIsALocalProtectionError) {
   EXPECT_EQ(wc[0].status, WcStatus::kLocProtErr);
 }
 
+TEST(Odp, ASendFromOrAReadIntoAHoleFailsLocallyAndSendsNothing) {
+  for (const WrOpcode opcode : {WrOpcode::kSend, WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite}) {
+    SCOPED_TRACE(static_cast<int>(opcode));
+    ProtoEnv env;
+    env.unlimited_credits();
+    Mr* implicit;
+    ASSERT_EQ(env.dev->reg_mr(env.pd, nullptr, SIZE_MAX, kAll | kAccessOnDemand, &implicit), 0);
+    const Sge s{hole(1 << 16) + 100, 5000, implicit->lkey};
+    SendWr wr;
+    wr.wr_id = 4;
+    wr.opcode = opcode;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.remote_addr = 0x1000;
+    wr.rkey = 1;
+    ASSERT_EQ(env.qp->post_send(wr), 0);
+    EXPECT_TRUE(env.run().empty());
+    const std::vector<Wc> wc = env.poll();
+    ASSERT_EQ(wc.size(), 1u);
+    EXPECT_EQ(wc[0].status, WcStatus::kLocProtErr);
+  }
+}
+
 }  // namespace
 }  // namespace uroce

@@ -319,5 +319,19 @@ TEST(Odp, UdSendAndReceiveThroughImplicitRegions) {
   EXPECT_EQ(ibv_dereg_mr(ib), 0);
 }
 
+TEST(Odp, ASendFromAnUnmappedBufferCompletesWithALocalProtectionError) {
+  OdpPair p;
+  ibv_mr* local = ibv_reg_mr(p.a.pd, nullptr, SIZE_MAX, kAll | IBV_ACCESS_ON_DEMAND);
+  ASSERT_NE(local, nullptr) << strerror(errno);
+  ibv_sge r{reinterpret_cast<uint64_t>(p.b.buf.data()), 4096, p.b.mr->lkey};
+  ASSERT_EQ(post_recv(p.b.qp, &r, 1), 0);
+  ibv_sge s{4096, 64, local->lkey};  // page 1: never mapped
+  ASSERT_EQ(post_send(p.a.qp, IBV_WR_SEND, &s, 1), 0);
+  EXPECT_EQ(one(p.a.cq), IBV_WC_LOC_PROT_ERR);
+  EXPECT_EQ(ibv_destroy_qp(p.a.qp), 0);  // before its MR goes
+  p.a.qp = nullptr;
+  EXPECT_EQ(ibv_dereg_mr(local), 0);
+}
+
 }  // namespace
 }  // namespace uroce::test
