@@ -137,6 +137,16 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   // ATOMIC WRITE (IBV_WR_ATOMIC_WRITE, ibv_wr_atomic_write) on RC QPs. rdma-core 44's headers do not name
   // the bit; the kernel's is IB_UVERBS_DEVICE_ATOMIC_WRITE. No FLUSH bits: rdma-core 44 has no FLUSH verb.
   a.device_cap_flags_ex = kDeviceCapAtomicWrite;
+  // On-demand paging, explicit and implicit, for every operation of every transport: nothing is pinned, and
+  // copies into and out of an ODP region go through the kernel, which faults pages in (transport/mr.h).
+  constexpr uint32_t kOdpAll = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+                               IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+  a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  a.odp_caps.per_transport_caps.rc_odp_caps = kOdpAll;
+  a.odp_caps.per_transport_caps.uc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+  a.odp_caps.per_transport_caps.ud_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
   std::memcpy(out, &a, std::min(attr_size, sizeof(a)));
   return 0;
 }

@@ -29,15 +29,16 @@ int dealloc_pd(ibv_pd* ibv) {
   return 0;
 }
 
+// `hca_va` is the MR's I/O virtual address: what SGEs, RDMA requests and window binds name it by
+// (ibv_reg_mr_iova2; plain ibv_reg_mr passes addr). With IBV_ACCESS_ON_DEMAND nothing is pinned (nothing ever
+// is here) and the region may cover unmapped memory; ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND | ...) is the
+// implicit ODP region over the whole address space.
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
-  // Memory is addressed by the application's own virtual addresses: an IOVA different from addr is not
-  // supported (ibv_reg_mr_iova with iova == addr, and plain ibv_reg_mr, are).
-  if (hca_va != reinterpret_cast<uint64_t>(addr)) return errno = EOPNOTSUPP, nullptr;
   auto* m = new (std::nothrow) UMr{};
   if (!m) return errno = ENOMEM, nullptr;
   Engine& e = engine(pd->context);
   std::lock_guard lock(e.mu());
-  if (int err = e.dev().reg_mr(upd(pd)->pd, addr, length, static_cast<uint32_t>(access), &m->mr)) {
+  if (int err = e.dev().reg_mr(upd(pd)->pd, addr, length, hca_va, static_cast<uint32_t>(access), &m->mr)) {
     delete m;
     return errno = err, nullptr;
   }
@@ -59,13 +60,17 @@ int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, in
   if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS))
     return EINVAL;
   ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr.pd;
+  // A new translation also moves the I/O virtual address to the new address, as libibverbs passes it to the
+  // kernel (which has no separate IOVA for rereg); otherwise the region keeps its IOVA.
   void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : mr.addr;
+  const uint64_t new_iova =
+      (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? reinterpret_cast<uint64_t>(addr) : m->mr->iova;
   const size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr.length;
   const int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : vmr->access;
   Engine& e = engine(mr.context);
   std::lock_guard lock(e.mu());
-  if (int err =
-          e.dev().rereg_mr(m->mr, upd(new_pd)->pd, new_addr, new_len, static_cast<uint32_t>(new_access)))
+  if (int err = e.dev().rereg_mr(m->mr, upd(new_pd)->pd, new_addr, new_len, new_iova,
+                                 static_cast<uint32_t>(new_access)))
     return err;
   mr.pd = new_pd;
   mr.addr = new_addr;

@@ -217,7 +217,7 @@ void Qp::comp_read_response(const ParsedPacket& pkt) {
     dev_->cnt().add(Counter::kDropMalformed);
     return;
   }
-  sge_scatter(w->sge, w->num_sge, w->read_done, pkt.payload(), pkt.payload_len);
+  sge_scatter(dev_->mrs_, w->sge, w->num_sge, w->read_done, pkt.payload(), pkt.payload_len);
   w->read_done += pkt.payload_len;
   // A response stream's first packet answers the READ request sent at its PSN: that is the RTT sample.
   cc_->on_ack(dev_->now(), pkt.payload_len, (m & kStartsMessage) ? rtt_sample(psn) : 0);
@@ -237,7 +237,7 @@ void Qp::comp_atomic_ack(const ParsedPacket& pkt) {
   SendWqe* w = comp_match_response(psn, false, &oldest);
   if (!w) return;
   const uint64_t orig = pkt.atomic_ack_eth().orig.get();
-  sge_scatter(w->sge, w->num_sge, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
+  sge_scatter(dev_->mrs_, w->sge, w->num_sge, 0, reinterpret_cast<const uint8_t*>(&orig), 8);
   cc_->on_ack(dev_->now(), 8, rtt_sample(psn));
   if (oldest) {
     comp_acknowledge_through(psn_add(psn, kPsnMask));

@@ -87,8 +87,16 @@ int Device::reg_mr(Pd* pd, void* addr, size_t length, uint32_t access, Mr** out)
   return mrs_.reg(pd, reinterpret_cast<uint64_t>(addr), length, access, out);
 }
 
+int Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, Mr** out) {
+  return mrs_.reg(pd, reinterpret_cast<uint64_t>(addr), iova, length, access, out);
+}
+
 int Device::rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access) {
   return mrs_.rereg(mr, pd, reinterpret_cast<uint64_t>(addr), length, access);
+}
+
+int Device::rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access) {
+  return mrs_.rereg(mr, pd, reinterpret_cast<uint64_t>(addr), iova, length, access);
 }
 
 int Device::dereg_mr(Mr* mr) { return mrs_.dereg(mr); }

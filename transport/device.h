@@ -70,7 +70,10 @@ class Device {
   int alloc_pd(Pd** out);
   int dealloc_pd(Pd* pd);  // EBUSY while anything uses it
   int reg_mr(Pd* pd, void* addr, size_t length, uint32_t access, Mr** out);
+  // An MR whose I/O virtual address `iova` differs from `addr` (ibv_reg_mr_iova2).
+  int reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, Mr** out);
   int rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint32_t access);
+  int rereg_mr(Mr* mr, Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
   int dereg_mr(Mr* mr);  // EBUSY while memory windows are bound to it
   // Memory windows; binding and invalidation are send-queue work (Qp::post_send, BIND_MW and LOCAL_INV).
   int alloc_mw(Pd* pd, MwType type, Mw** out);

@@ -1,5 +1,8 @@
 #include "transport/mr.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -10,11 +13,23 @@ namespace uroce {
 
 bool mr_access_valid(uint32_t access) {
   constexpr uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                              kAccessRemoteAtomic | kAccessMwBind | kAccessZeroBased;
+                              kAccessRemoteAtomic | kAccessMwBind | kAccessZeroBased | kAccessOnDemand;
   if (access & ~kKnown) return false;
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite)) return false;
   return !(access & kAccessZeroBased);  // not supported
 }
+
+namespace {
+
+// A region's ranges: [addr, addr + length) and [iova, iova + length) may not wrap, and a region is at most
+// kMaxMrSize long, except the implicit ODP region (ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND)),
+// which spans the whole address space at I/O virtual address 0.
+bool mr_range_valid(uint64_t addr, uint64_t iova, uint64_t length, uint32_t access) {
+  if ((access & kAccessOnDemand) && addr == 0 && iova == 0 && length == UINT64_MAX) return true;
+  return length <= params::kMaxMrSize && addr + length >= addr && iova + length >= iova;
+}
+
+}  // namespace
 
 uint64_t splitmix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
@@ -63,15 +78,17 @@ void MrTable::release_slot(uint32_t idx) {
   free_.push_back(idx);
 }
 
-int MrTable::reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out) {
-  if (!pd || !mr_access_valid(access) || length > params::kMaxMrSize || addr + length < addr) return EINVAL;
+int MrTable::reg(Pd* pd, uint64_t addr, uint64_t iova, uint64_t length, uint32_t access, Mr** out) {
+  if (!pd || !mr_access_valid(access) || !mr_range_valid(addr, iova, length, access)) return EINVAL;
   uint32_t idx;
   if (int e = take_slot(&idx)) return e;
   auto mr = std::make_unique<Mr>();
   mr->pd = pd;
   mr->addr = addr;
+  mr->iova = iova;
   mr->length = length;
   mr->access = access;
+  mr->odp = access & kAccessOnDemand;
   mr->lkey = mr->rkey = next_key(idx);
   ++pd->refs;
   *out = mr.get();
@@ -80,8 +97,8 @@ int MrTable::reg(Pd* pd, uint64_t addr, uint64_t length, uint32_t access, Mr** o
   return 0;
 }
 
-int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t access) {
-  if (!mr_access_valid(access) || length > params::kMaxMrSize || addr + length < addr) return EINVAL;
+int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t iova, uint64_t length, uint32_t access) {
+  if (!mr_access_valid(access) || !mr_range_valid(addr, iova, length, access)) return EINVAL;
   // Windows bound to the region keep their bounds and rights only as long as the region stays as it was.
   if (mr->mw_binds) return EBUSY;
   if (pd != mr->pd) {
@@ -90,8 +107,10 @@ int MrTable::rereg(Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint32_t acce
     mr->pd = pd;
   }
   mr->addr = addr;
+  mr->iova = iova;
   mr->length = length;
   mr->access = access;
+  mr->odp = access & kAccessOnDemand;
   mr->lkey = mr->rkey = next_key(slot_of(mr));
   return 0;
 }
@@ -154,8 +173,8 @@ int MrTable::bind_static_check(const MwBind& b, const Pd* qp_pd) const {
   // C10-74: a window cannot grant remote write or atomic access to a region the owner cannot write locally.
   if ((b.access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(mr->access & kAccessLocalWrite))
     return EINVAL;
-  // C10-75: the window lies within the region.
-  if (b.addr < mr->addr || b.length > mr->length || b.addr - mr->addr > mr->length - b.length) return EINVAL;
+  // C10-75: the window lies within the region (both in the region's I/O virtual addresses).
+  if (b.addr < mr->iova || b.length > mr->length || b.addr - mr->iova > mr->length - b.length) return EINVAL;
   return 0;
 }
 
@@ -194,6 +213,87 @@ void MrTable::qp_gone(const Qp* qp) {
     if (s.mw && s.mw->type == MwType::k2 && s.mw->qp == qp) unbind(s.mw.get());
 }
 
+bool MrTable::remote_write(uint32_t key, const Qp* qp, const Pd* pd, uint64_t va, const uint8_t* src,
+                           uint32_t len) const {
+  const Mr* mr = check_remote(key, qp, pd, va, len, kAccessRemoteWrite);
+  if (!mr) return false;
+  if (mr->odp)
+    return odp_copy(const_cast<uint8_t*>(src), reinterpret_cast<uint64_t>(mr->host(va)), len, true);
+  std::memcpy(mr->host(va), src, len);
+  return true;
+}
+
+bool MrTable::remote_read_source(uint32_t key, const Qp* qp, const Pd* pd, uint64_t va, uint32_t len,
+                                 Sge* out) const {
+  const Mr* mr = check_remote(key, qp, pd, va, len, kAccessRemoteRead);
+  if (!mr) return false;
+  const uint64_t host = reinterpret_cast<uint64_t>(mr->host(va));
+  if (!mr->odp) {
+    *out = Sge{host, len, 0};
+    return true;
+  }
+  if (len > bounce_.size() || !odp_copy(bounce_.data(), host, len, false)) return false;
+  *out = Sge{reinterpret_cast<uint64_t>(bounce_.data()), len, 0};
+  return true;
+}
+
+uint64_t* MrTable::remote_atomic_target(uint32_t key, const Qp* qp, const Pd* pd, uint64_t va) const {
+  const Mr* mr = check_remote(key, qp, pd, va, 8, kAccessRemoteAtomic);
+  if (!mr) return nullptr;
+  auto* target = reinterpret_cast<uint64_t*>(mr->host(va));
+  // The atomic itself must be a CPU atomic (local threads may use the word too), so for an ODP region the
+  // kernel only proves the word is mapped first: reading it faults the page in or fails for a hole.
+  uint64_t probe;
+  if (mr->odp && !odp_copy(reinterpret_cast<uint8_t*>(&probe), reinterpret_cast<uint64_t>(target), 8, false))
+    return nullptr;
+  return target;
+}
+
+const Mr* MrTable::check_local(uint32_t key, const Pd* pd, uint64_t addr, uint64_t len, uint32_t need) const {
+  const Mr* mr = check(key, pd, addr, len, need);
+  if (mr && mr->odp && !odp_probe(reinterpret_cast<uint64_t>(mr->host(addr)), len, need & kAccessLocalWrite))
+    return nullptr;
+  return mr;
+}
+
+bool odp_probe(uint64_t addr, uint64_t len, bool write) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  constexpr int kBatch = 64;  // pages per system call
+  const pid_t self = getpid();
+  const uint64_t end = addr + len;
+  iovec remote[kBatch];
+  uint8_t bytes[kBatch];
+  for (uint64_t p = addr; p < end;) {
+    int n = 0;
+    for (; n < kBatch && p < end; ++n) {
+      remote[n] = iovec{reinterpret_cast<void*>(p), 1};
+      p = (p & ~(page - 1)) + page;  // the next page's first byte
+    }
+    const iovec local{bytes, static_cast<size_t>(n)};
+    if (process_vm_readv(self, &local, 1, remote, n, 0) != n) return false;
+    // The bytes go back unchanged: they lie in a buffer the work request is about to overwrite anyway.
+    if (write && process_vm_writev(self, &local, 1, remote, n, 0) != n) return false;
+  }
+  return true;
+}
+
+bool odp_copy(uint8_t* local, uint64_t addr, size_t n, bool to_addr) {
+  // getpid() on every call, never cached: after fork() the child must copy within itself.
+  const pid_t self = getpid();
+  while (n) {
+    const iovec l{local, n};
+    const iovec r{reinterpret_cast<void*>(addr), n};
+    const ssize_t k =
+        to_addr ? process_vm_writev(self, &l, 1, &r, 1, 0) : process_vm_readv(self, &l, 1, &r, 1, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // EFAULT: an unmapped (or, writing, write-protected) page at `addr`
+    local += k;
+    addr += static_cast<uint64_t>(k);
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
 namespace {
 
 template <typename Copy>
@@ -204,35 +304,68 @@ void walk(const Sge* sge, uint32_t num_sge, uint64_t offset, uint32_t len, Copy 
       continue;
     }
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(sge[i].length - offset, len));
-    copy(reinterpret_cast<uint8_t*>(sge[i].addr + offset), n);
+    copy(sge[i], offset, n);
     offset = 0;
     len -= n;
   }
 }
 
+// Where SGE `s` at `offset` is in the process, and whether its region pages on demand; nullptr when its
+// region is gone.
+uint8_t* sge_host(const MrTable& mrs, const Sge& s, uint64_t offset, bool* odp) {
+  *odp = false;
+  if (!s.lkey) return reinterpret_cast<uint8_t*>(s.addr + offset);
+  const Mr* mr = mrs.resolve(s.lkey);
+  if (!mr) return nullptr;
+  *odp = mr->odp;
+  return mr->host(s.addr + offset);
+}
+
 }  // namespace
 
 void sge_gather(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len) {
-  walk(sge, num_sge, offset, len, [&dst](uint8_t* p, uint32_t n) {
-    std::memcpy(dst, p, n);
+  walk(sge, num_sge, offset, len, [&dst](const Sge& s, uint64_t off, uint32_t n) {
+    std::memcpy(dst, reinterpret_cast<const uint8_t*>(s.addr + off), n);
     dst += n;
   });
 }
 
-uint32_t sge_gather_crc(const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst, uint32_t len,
-                        uint32_t crc) {
-  walk(sge, num_sge, offset, len, [&dst, &crc](uint8_t* p, uint32_t n) {
-    crc = wire::crc32_copy_update(crc, dst, wire::ConstBytes(p, n));
+void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src, uint32_t len) {
+  walk(sge, num_sge, offset, len, [&src](const Sge& s, uint64_t off, uint32_t n) {
+    std::memcpy(reinterpret_cast<uint8_t*>(s.addr + off), src, n);
+    src += n;
+  });
+}
+
+uint32_t sge_gather_crc(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
+                        uint32_t len, uint32_t crc) {
+  walk(sge, num_sge, offset, len, [&](const Sge& s, uint64_t off, uint32_t n) {
+    bool odp;
+    const uint8_t* p = sge_host(mrs, s, off, &odp);
+    if (p && !odp) {
+      crc = wire::crc32_copy_update(crc, dst, wire::ConstBytes(p, n));
+    } else {
+      if (!p || !odp_copy(dst, reinterpret_cast<uint64_t>(p), n, false)) std::memset(dst, 0, n);
+      crc = wire::crc32_update(crc, wire::ConstBytes(dst, n));
+    }
     dst += n;
   });
   return crc;
 }
 
-void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src, uint32_t len) {
-  walk(sge, num_sge, offset, len, [&src](uint8_t* p, uint32_t n) {
-    std::memcpy(p, src, n);
+bool sge_scatter(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src,
+                 uint32_t len) {
+  bool ok = true;
+  walk(sge, num_sge, offset, len, [&](const Sge& s, uint64_t off, uint32_t n) {
+    bool odp;
+    uint8_t* p = sge_host(mrs, s, off, &odp);
+    if (p && !odp)
+      std::memcpy(p, src, n);
+    else
+      ok &= p && odp_copy(const_cast<uint8_t*>(src), reinterpret_cast<uint64_t>(p), n, true);
     src += n;
   });
+  return ok;
 }
 
 }  // namespace uroce

@@ -101,7 +101,7 @@ int Qp::validate_local(const SendWqe& w) const {
   const uint32_t need = is_rd_atomic(w.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
   for (uint32_t i = 0; i < w.num_sge; ++i) {
     const Sge& s = w.sge[i];
-    if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, need)) return -1;
+    if (s.length && !dev_->mrs_.check_local(s.lkey, pd_, s.addr, s.length, need)) return -1;
   }
   return 0;
 }
@@ -162,8 +162,9 @@ void Qp::start_wqe(SendWqe& w) {
   }
   // An ATOMIC WRITE reads its source SGEs once, when it starts: every copy of the packet, retransmits
   // included, carries that one value.
+  // The SGEs are in their regions' IOVA space: gathered through the MR table.
   if (is_atomic_write(w.opcode) && !(w.flags & kSendInline))
-    sge_gather(w.sge, w.num_sge, 0, reinterpret_cast<uint8_t*>(&w.compare_add), 8);
+    sge_gather_crc(dev_->mrs_, w.sge, w.num_sge, 0, reinterpret_cast<uint8_t*>(&w.compare_add), 8, 0);
   const uint32_t m = mtu();
   w.npkts = is_atomic(w.opcode) || type() == QpType::kUd
                 ? 1

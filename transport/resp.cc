@@ -120,7 +120,7 @@ WcStatus Qp::resp_place(const uint8_t* data, uint32_t len) {
     if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, kAccessLocalWrite))
       return WcStatus::kLocProtErr;
   }
-  sge_scatter(wqe_.sge, wqe_.num_sge, recv_off_, data, len);
+  if (!sge_scatter(dev_->mrs_, wqe_.sge, wqe_.num_sge, recv_off_, data, len)) return WcStatus::kLocProtErr;
   recv_off_ += len;
   return WcStatus::kSuccess;
 }
@@ -208,9 +208,8 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     // deregister or re-register the region (new keys) between the packets of one message, and then nothing
     // more may be written there (C9-177: an R_Key violation on any packet is a remote access error).
     if (pkt.payload_len &&
-        !dev_->mrs_.check_remote(write_rkey_, this, pd_, write_va_, pkt.payload_len, kAccessRemoteWrite))
+        !dev_->mrs_.remote_write(write_rkey_, this, pd_, write_va_, pkt.payload(), pkt.payload_len))
       return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
-    std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload(), pkt.payload_len);
     write_va_ += pkt.payload_len;
     write_left_ -= pkt.payload_len;
     in_msg_ = InMsg::kWrite;
@@ -377,10 +376,9 @@ void Qp::resp_atomic(const ParsedPacket& pkt) {
   const uint64_t va = a.va.get();
   // An atomic target must be 8-byte aligned; a misaligned one is an invalid request.
   if (va % 8) return resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
-  if (!dev_->mrs_.check_remote(a.rkey.get(), this, pd_, va, 8, kAccessRemoteAtomic))
-    return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+  uint64_t* target = dev_->mrs_.remote_atomic_target(a.rkey.get(), this, pd_, va);
+  if (!target) return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
   // The target may be in use by local threads too: a real atomic, sequentially consistent.
-  auto* target = reinterpret_cast<uint64_t*>(va);
   uint64_t orig;
   if (pkt.opcode == op::kRcCmpSwap) {
     orig = a.compare.get();
@@ -410,7 +408,8 @@ bool Qp::resp_atomic_write(const ParsedPacket& pkt) {
     resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
     return false;
   }
-  if (!dev_->mrs_.check_remote(r.rkey.get(), this, pd_, va, 8, kAccessRemoteWrite)) {
+  const Mr* mr = dev_->mrs_.check_remote(r.rkey.get(), this, pd_, va, 8, kAccessRemoteWrite);
+  if (!mr) {
     resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     return false;
   }
@@ -418,9 +417,18 @@ bool Qp::resp_atomic_write(const ParsedPacket& pkt) {
     resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
     return false;
   }
+  // The region's IOVA to the process address; in an ODP region the kernel first proves the word is mapped
+  // (the store itself must stay one CPU store).
+  auto* target = reinterpret_cast<uint64_t*>(mr->host(va));
+  uint64_t probe;
+  if (mr->odp &&
+      !odp_copy(reinterpret_cast<uint8_t*>(&probe), reinterpret_cast<uint64_t>(target), 8, false)) {
+    resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+    return false;
+  }
   uint64_t value;
   std::memcpy(&value, pkt.payload(), 8);
-  __atomic_store_n(reinterpret_cast<uint64_t*>(va), value, __ATOMIC_RELEASE);
+  __atomic_store_n(target, value, __ATOMIC_RELEASE);
   return true;
 }
 
@@ -573,14 +581,14 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
   // Re-check the region on every packet: the application may deregister it while a READ is answered. Then
   // no byte more is read from it: the response becomes NAK Remote Access Error at this PSN (the requester
   // completes the READ with REM_ACCESS_ERR) and the QP goes to ERR once it is sent.
-  if (len && !dev_->mrs_.check_remote(job.rkey, this, pd_, job.va, len, kAccessRemoteRead)) {
+  Sge src{};
+  if (len && !dev_->mrs_.remote_read_source(job.rkey, this, pd_, job.va, len, &src)) {
     job.kind = RespJob::kNak;
     job.syndrome = aeth_syndrome(AethKind::kNak, kNakRemAccess);
     dev_->cnt().add(Counter::kRemAccessNakSent);
     resp_abort_ = true;  // once the NAK is out (this call, or a later one if no buffer is free now)
     return resp_emit_job(job, nullptr);
   }
-  const Sge src{job.va, len, 0};
   if (!emit(h, &src, 1, 0, len, true, echo)) return false;
   job.va += len;
   job.left -= len;

@@ -85,6 +85,7 @@ enum AccessFlags : uint32_t {
   kAccessRemoteAtomic = 1 << 3,
   kAccessMwBind = 1 << 4,
   kAccessZeroBased = 1 << 5,
+  kAccessOnDemand = 1 << 6,  // on-demand paging (ODP)
 };
 
 enum WcFlags : uint32_t {

@@ -42,18 +42,6 @@ class Unsupported : public ::testing::Test {
   ibv_cq* cq = nullptr;
 };
 
-TEST_F(Unsupported, MrWhoseIovaIsNotItsAddress) {
-  std::vector<char> buf(4096);
-  expect_refused("ibv_reg_mr_iova", [&] {
-    return ibv_reg_mr_iova(pd, buf.data(), buf.size(), 0x10000, IBV_ACCESS_LOCAL_WRITE);
-  });
-  // The same call with the identity IOVA works.
-  ibv_mr* mr = ibv_reg_mr_iova(pd, buf.data(), buf.size(), reinterpret_cast<uint64_t>(buf.data()),
-                               IBV_ACCESS_LOCAL_WRITE);
-  ASSERT_NE(mr, nullptr);
-  EXPECT_EQ(ibv_dereg_mr(mr), 0);
-}
-
 TEST_F(Unsupported, DeviceMemory) {
   ibv_alloc_dm_attr da{};
   da.length = 4096;
