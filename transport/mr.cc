@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "transport/params.h"
@@ -246,7 +248,29 @@ uint64_t* MrTable::remote_atomic_target(uint32_t key, const Qp* qp, const Pd* pd
   uint64_t probe;
   if (mr->odp && !odp_copy(reinterpret_cast<uint8_t*>(&probe), reinterpret_cast<uint64_t>(target), 8, false))
     return nullptr;
+  // A mapped page may still be read-only (an implicit region covers the program's text too): the CPU store
+  // would kill the process, so it is refused first.
+  if (mr->odp && !odp_writable(reinterpret_cast<uint64_t>(target))) return nullptr;
   return target;
+}
+
+bool odp_writable(uint64_t addr) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  char* line = nullptr;
+  size_t cap = 0;
+  bool writable = false;
+  while (getline(&line, &cap, f) > 0) {
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi) {
+      writable = perms[1] == 'w';
+      break;
+    }
+  }
+  std::free(line);
+  std::fclose(f);
+  return writable;
 }
 
 const Mr* MrTable::check_local(uint32_t key, const Pd* pd, uint64_t addr, uint64_t len, uint32_t need) const {

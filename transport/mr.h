@@ -202,6 +202,9 @@ bool odp_copy(uint8_t* local, uint64_t addr, size_t n, bool to_addr);
 // asked of the kernel one byte per page (process_vm_readv, then writing the same bytes back with
 // process_vm_writev for `write`): untouched pages are faulted in on the way. For ODP regions only.
 bool odp_probe(uint64_t addr, uint64_t len, bool write);
+// Whether the page holding `addr` is mapped writable (the process's own memory map): what a CPU atomic
+// into an ODP region needs, since the kernel's copies cannot prove it without writing.
+bool odp_writable(uint64_t addr);
 
 // Copies between a message and the SGE list it is scattered over, with the SGEs' addresses as process
 // addresses (inline data, test buffers).

@@ -417,12 +417,13 @@ bool Qp::resp_atomic_write(const ParsedPacket& pkt) {
     resp_fail(psn, kNakInvReq, WcStatus::kSuccess, EventType::kQpReqErr);
     return false;
   }
-  // The region's IOVA to the process address; in an ODP region the kernel first proves the word is mapped
-  // (the store itself must stay one CPU store).
+  // The region's IOVA to the process address. In an ODP region the word must be mapped and writable first:
+  // the store itself must stay one CPU store.
   auto* target = reinterpret_cast<uint64_t*>(mr->host(va));
   uint64_t probe;
   if (mr->odp &&
-      !odp_copy(reinterpret_cast<uint8_t*>(&probe), reinterpret_cast<uint64_t>(target), 8, false)) {
+      (!odp_copy(reinterpret_cast<uint8_t*>(&probe), reinterpret_cast<uint64_t>(target), 8, false) ||
+       !odp_writable(reinterpret_cast<uint64_t>(target)))) {
     resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     return false;
   }

@@ -273,6 +273,35 @@ TEST(Odp, AnImplicitRegionReachesMappedMemoryAndRefusesAHole) {
   EXPECT_EQ(p.rdma(IBV_WR_RDMA_WRITE, hole + 100, 5000), IBV_WC_REM_ACCESS_ERR);
 }
 
+TEST(Odp, AnAtomicIntoAReadOnlyPageOfAnImplicitRegionIsARemoteAccessError) {
+  OdpPair p;
+  p.odp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kAll | IBV_ACCESS_ON_DEMAND);
+  ASSERT_NE(p.odp, nullptr) << strerror(errno);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_NO_FATAL_FAILURE(p.fresh_map(page));
+  auto atomic_add = [&p](uint64_t va) {
+    ibv_sge s{reinterpret_cast<uint64_t>(p.a.buf.data()), 8, p.a.mr->lkey};
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.atomic.remote_addr = va;
+    wr.wr.atomic.rkey = p.odp->rkey;
+    wr.wr.atomic.compare_add = 5;
+    EXPECT_EQ(ibv_post_send(p.a.qp, &wr, &bad), 0);
+    return one(p.a.cq);
+  };
+  const uint64_t va = reinterpret_cast<uint64_t>(p.map);
+  EXPECT_EQ(atomic_add(va), IBV_WC_SUCCESS);  // writable: the add lands
+  EXPECT_EQ(p.map[0], 5);
+  // The same page read-only: a CPU atomic there would be SIGSEGV.
+  ASSERT_EQ(mprotect(p.map, page, PROT_READ), 0);
+  EXPECT_EQ(atomic_add(va), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(p.map[0], 5);  // unchanged, and this process is still here
+}
+
 TEST(Odp, AReadOfAnImplicitRegionsHoleIsARemoteAccessError) {
   OdpPair p;
   p.odp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kAll | IBV_ACCESS_ON_DEMAND);
