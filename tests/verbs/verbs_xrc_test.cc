@@ -122,6 +122,18 @@ class VerbsXrc : public ::testing::Test {
       ASSERT_EQ(ibv_modify_qp(q, &a, mask), 0);
     }
   }
+  // An initiator and a target of `x`, connected to each other.
+  void connected_pair(ibv_xrcd* x, ibv_qp** send, ibv_qp** recv) {
+    *send = xrc_qp(IBV_QPT_XRC_SEND, nullptr);
+    *recv = xrc_qp(IBV_QPT_XRC_RECV, x);
+    ASSERT_TRUE(*send && *recv);
+    connect(*send, *recv);
+  }
+  uint32_t srq_num(ibv_srq* s) {
+    uint32_t n = 0;
+    EXPECT_EQ(ibv_get_srq_num(s, &n), 0);
+    return n;
+  }
   int send_to(ibv_qp* q, uint32_t srqn, ibv_wr_opcode op, size_t off, uint32_t len, uint64_t raddr = 0) {
     ibv_sge s{reinterpret_cast<uint64_t>(buf.data() + off), len, mr->lkey};
     ibv_send_wr wr{};
@@ -187,14 +199,10 @@ TEST_F(VerbsXrc, DomainsFollowTheFileTheyAreOpenedOn) {
   // takes requests for it.
   ibv_srq* s = xrc_srq(x1, srq_cq);
   ASSERT_NE(s, nullptr);
-  ibv_qp* send = xrc_qp(IBV_QPT_XRC_SEND, nullptr);
-  ibv_qp* recv = xrc_qp(IBV_QPT_XRC_RECV, x2);
-  ASSERT_TRUE(send && recv);
-  connect(send, recv);
-  uint32_t srqn = 0;
-  ASSERT_EQ(ibv_get_srq_num(s, &srqn), 0);
+  ibv_qp *send = nullptr, *recv = nullptr;
+  ASSERT_NO_FATAL_FAILURE(connected_pair(x2, &send, &recv));
   ASSERT_EQ(recv_on(s, 0, 4096, 9), 0);
-  ASSERT_EQ(send_to(send, srqn, IBV_WR_SEND, 8192, 100), 0);
+  ASSERT_EQ(send_to(send, srq_num(s), IBV_WR_SEND, 8192, 100), 0);
   EXPECT_EQ(poll_n(srq_cq, 1).size(), 1u);
 }
 
@@ -204,15 +212,11 @@ TEST_F(VerbsXrc, SendsLandInTheNamedSrqAndCompleteOnItsCq) {
   ibv_srq* s1 = xrc_srq(x, srq_cq);
   ibv_srq* s2 = xrc_srq(x, srq_cq);
   ASSERT_TRUE(s1 && s2);
-  uint32_t n1 = 0, n2 = 0;
-  ASSERT_EQ(ibv_get_srq_num(s1, &n1), 0);
-  ASSERT_EQ(ibv_get_srq_num(s2, &n2), 0);
+  const uint32_t n1 = srq_num(s1), n2 = srq_num(s2);
   EXPECT_NE(n1, n2);
-  ibv_qp* send = xrc_qp(IBV_QPT_XRC_SEND, nullptr);
-  ibv_qp* recv = xrc_qp(IBV_QPT_XRC_RECV, x);
-  ASSERT_TRUE(send && recv);
+  ibv_qp *send = nullptr, *recv = nullptr;
+  ASSERT_NO_FATAL_FAILURE(connected_pair(x, &send, &recv));
   EXPECT_EQ(recv->pd, nullptr);  // a target belongs to its domain, not to a PD
-  connect(send, recv);
   for (size_t i = 0; i < 6000; ++i) buf[16384 + i] = static_cast<uint8_t>(i * 5 + 1);
   ASSERT_EQ(recv_on(s1, 0, 8000, 1), 0);
   ASSERT_EQ(recv_on(s2, 32768, 8000, 2), 0);
@@ -239,14 +243,10 @@ TEST_F(VerbsXrc, AWrongSrqNumberFailsTheSend) {
   ASSERT_NE(x, nullptr);
   ibv_srq* s = xrc_srq(x, srq_cq);
   ASSERT_NE(s, nullptr);
-  ibv_qp* send = xrc_qp(IBV_QPT_XRC_SEND, nullptr);
-  ibv_qp* recv = xrc_qp(IBV_QPT_XRC_RECV, x);
-  ASSERT_TRUE(send && recv);
-  connect(send, recv);
-  uint32_t n = 0;
-  ASSERT_EQ(ibv_get_srq_num(s, &n), 0);
+  ibv_qp *send = nullptr, *recv = nullptr;
+  ASSERT_NO_FATAL_FAILURE(connected_pair(x, &send, &recv));
   ASSERT_EQ(recv_on(s, 0, 4096, 1), 0);
-  ASSERT_EQ(send_to(send, n + 12345, IBV_WR_SEND, 8192, 64), 0);
+  ASSERT_EQ(send_to(send, srq_num(s) + 12345, IBV_WR_SEND, 8192, 64), 0);
   auto sent = poll_n(cq, 1);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].status, IBV_WC_REM_INV_REQ_ERR);
