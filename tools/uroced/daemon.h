@@ -20,6 +20,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "tools/uroced/cm_ports.h"
+#include "tools/uroced/cm_track.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/switch_core.h"
 
@@ -71,6 +72,7 @@ class Daemon {
   bool stop_ = false;
   Switch sw_;
   CmPorts cm_ports_;
+  CmTracker cm_track_;  // the CM connections between leases, ended for a process that dies (cm_track.h)
   std::unique_ptr<glue::DpdkPort> uplink_;
   int uplink_id_ = -1;
   std::vector<std::unique_ptr<Lease>> leases_;
