@@ -139,6 +139,7 @@ class CmService final : public PassHook {
     const uint64_t d = agent_->next_deadline_ns();
     return held_ ? std::min(d, clock_.now_ns() + kHeldRecheckNs) : d;
   }
+  std::vector<std::pair<std::string, uint64_t>> counters() const override;
 
  private:
   // What the service keeps per ucma id.
@@ -182,6 +183,7 @@ class CmService final : public PassHook {
   std::deque<cm::OutMad> backlog_;             // MADs waiting for a free send buffer
   std::unordered_map<uint32_t, IdState> ids_;  // by ucma id
   std::unordered_map<cm::CmId, uint32_t> by_cm_;
+  uint64_t short_mads_ = 0;
   bool uroced_ = through_uroced();
   bool in_process_ = [] {
     const char* port = std::getenv("UROCE_PORT");
@@ -366,6 +368,8 @@ uint32_t CmService::pass() {
           std::memcpy(from.gid.data(), buf + 8, 16);  // the GRH's source GID
         }
         agent_->on_mad(from, std::span<const uint8_t>(buf + kGrhLen, cm::kMadLen));
+      } else if (wc[i].status == WcStatus::kSuccess) {
+        ++short_mads_;  // a datagram to QP1 shorter than a MAD: nothing a CM could read
       }
       repost(slot);
     }
@@ -419,6 +423,25 @@ uroce_cm_conn CmService::conn_of(const cm::Event& ev, uint32_t own_psn) const {
   c.min_rnr_timer = 0;
   std::memcpy(c.dgid, ev.peer.gid.data(), 16);
   return c;
+}
+
+// What became of every MAD received (rx_*, one per cm::RxResult), why the malformed ones were refused
+// (malformed_*, one per cm::MadError), what was sent, and datagrams on QP1 too short to hold a MAD.
+std::vector<std::pair<std::string, uint64_t>> CmService::counters() const {
+  const cm::CmStats& s = agent_->stats();
+  std::vector<std::pair<std::string, uint64_t>> out;
+  out.emplace_back("rx_total", s.rx_total() + short_mads_);
+  for (size_t i = 0; i < s.rx.size(); ++i)
+    out.emplace_back(std::string("rx_") + cm::rx_result_name(static_cast<cm::RxResult>(i)), s.rx[i]);
+  out.emplace_back("rx_short", short_mads_);
+  for (size_t i = 1; i < s.malformed.size(); ++i)
+    out.emplace_back(std::string("malformed_") + cm::mad_error_name(static_cast<cm::MadError>(i)),
+                     s.malformed[i]);
+  out.emplace_back("tx", s.tx);
+  out.emplace_back("retransmits", s.retransmits);
+  out.emplace_back("timeouts", s.timeouts);
+  out.emplace_back("connections", agent_->connections());
+  return out;
 }
 
 // A REQ or SIDR_REQ for one of our listeners: a new ucma id, its connection data, CONNECT_REQUEST.
