@@ -37,6 +37,8 @@ constexpr uint64_t kSendTag = 1ull << 32;  // wr_id of a send: kSendTag | slot
 constexpr uint32_t kUdpQkey = 0x01234567;  // RDMA_UDP_QKEY: the Q_Key of PS_UDP / PS_IB ids
 constexpr uint8_t kRejNoListener = 8;
 constexpr uint64_t kHeldRecheckNs = 1'000'000;
+// A direct memif pair with connections looks at its link this often (a link that goes down wakes nobody).
+constexpr uint64_t kLinkCheckNs = 100'000'000;
 constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
 // librdmacm's event numbers (cm::EventType uses the same).
 constexpr uint32_t kEvConnectRequest = static_cast<uint32_t>(cm::EventType::kConnectRequest);
@@ -136,8 +138,10 @@ class CmService final : public PassHook {
 
   uint32_t pass() override;
   uint64_t next_deadline() const override {
-    const uint64_t d = agent_->next_deadline_ns();
-    return held_ ? std::min(d, clock_.now_ns() + kHeldRecheckNs) : d;
+    uint64_t d = agent_->next_deadline_ns();
+    if (held_) d = std::min(d, clock_.now_ns() + kHeldRecheckNs);
+    if (direct_ && link_was_up_ && has_connections()) d = std::min(d, clock_.now_ns() + kLinkCheckNs);
+    return d;
   }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
 
@@ -165,6 +169,9 @@ class CmService final : public PassHook {
   void deliver(const cm::Event& ev);
   void on_request(const cm::Event& ev, uint32_t listener);
   uint32_t psn() { return rng_() & 0xFFFFFF; }
+  bool has_connections() const {
+    return std::any_of(ids_.begin(), ids_.end(), [](const auto& e) { return !e.second.listener; });
+  }
   uroce_cm_conn conn_of(const cm::Event& ev, uint32_t own_psn) const;
   ib_user_path_rec path_of(const cm::Event& ev) const;
 
@@ -189,6 +196,9 @@ class CmService final : public PassHook {
     const char* port = std::getenv("UROCE_PORT");
     return port == nullptr || std::strcmp(port, "loopback") == 0;
   }();
+  // A port of its own to one peer process (a direct memif pair): neither uroced nor the in-process port.
+  bool direct_ = !uroced_ && !in_process_;
+  bool link_was_up_ = false;
 };
 
 CmService* g_service = nullptr;
@@ -373,6 +383,17 @@ uint32_t CmService::pass() {
       }
       repost(slot);
     }
+  }
+  if (direct_) {
+    // The other end of a direct memif pair closed its port: that process is gone, and it was the only peer
+    // this CM could reach. Nobody else will send its DREQ (through uroced the switch does, cm_track.h), so
+    // every connection ends here, as its QP's retries or the CM's timers would end it much later.
+    const bool up = engine_->link_up();
+    if (link_was_up_ && !up) {
+      work += static_cast<uint32_t>(agent_->link_lost(-ENETUNREACH));
+      backlog_.clear();
+    }
+    link_was_up_ = up;
   }
   if (agent_->next_deadline_ns() <= clock_.now_ns()) agent_->poll();
   work += flush_locked();
