@@ -40,6 +40,8 @@ constexpr uint64_t kHeldRecheckNs = 1'000'000;
 // A direct memif pair with connections looks at its link this often (a link that goes down wakes nobody).
 constexpr uint64_t kLinkCheckNs = 100'000'000;
 constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
+// At exit, how long the process waits for the DREPs of the DREQs it sends (see the exit handler).
+constexpr uint64_t kExitDrepWaitNs = 1'000'000'000;
 // librdmacm's event numbers (cm::EventType uses the same).
 constexpr uint32_t kEvConnectRequest = static_cast<uint32_t>(cm::EventType::kConnectRequest);
 constexpr uint32_t kEvUnreachable = static_cast<uint32_t>(cm::EventType::kUnreachable);
@@ -248,16 +250,41 @@ CmService* CmService::get(std::string* err) {
       std::lock_guard lock(sv.engine_->mu());
       // As a kernel does when a process's rdma_cm file closes at exit: each connection still open ends on
       // the wire (DREQ once established, REJ while being set up, DREP for a DREQ received), so the peer sees
-      // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. The MADs leave in
-      // the passes below; the port lingers for its peer when it closes.
+      // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. No more events go
+      // to the application (its ids are forgotten first).
+      std::vector<cm::CmId> dreqs;
       for (auto& [id, st] : sv.ids_) {
-        if (!st.listener) sv.agent_->destroy(st.cm);
         if (st.uroced_bound) bound.push_back(st);
+        if (st.listener) continue;
+        if (sv.agent_->state(st.cm) == cm::CmState::kEstablished && sv.agent_->disconnect(st.cm) == 0)
+          dreqs.push_back(st.cm);
+        else
+          sv.agent_->destroy(st.cm);
       }
       sv.ids_.clear();
       sv.by_cm_.clear();
       sv.flush_locked();
-      for (int i = 0; i < 4; ++i) sv.engine_->progress_locked();
+      // Frames still in the memif ring when the port closes are lost, and the peer (uroced, or the other
+      // process) may not run for a while on a loaded host: so the process waits for each DREQ's DREP, which
+      // proves that everything it sent before reached the peer (an RTU sent just before exit, too), for up
+      // to kExitDrepWaitNs. REJs and DREPs have no answer: the port's close linger covers them, and through
+      // uroced the switch sends what it did not see (tools/uroced/cm_track.h).
+      const uint64_t until = sv.clock_.now_ns() + kExitDrepWaitNs;
+      auto waiting = [&] {
+        return std::any_of(dreqs.begin(), dreqs.end(),
+                           [&](cm::CmId c) { return sv.agent_->state(c) == cm::CmState::kDreqSent; });
+      };
+      for (int i = 0; i < 4 || (waiting() && sv.clock_.now_ns() < until); ++i) {
+        sv.engine_->progress_locked();
+        if (i >= 4) {
+          sv.engine_->mu().unlock();
+          usleep(200);
+          sv.engine_->mu().lock();
+        }
+      }
+      for (cm::CmId c : dreqs) sv.agent_->destroy(c);
+      sv.flush_locked();
+      sv.engine_->progress_locked();
       sv.engine_->set_pass_hook(nullptr);
     }
     // What this process bound in the host's port table (a forked child's bindings would otherwise stay
