@@ -192,6 +192,7 @@ class CmService final : public PassHook {
   std::deque<cm::OutMad> backlog_;             // MADs waiting for a free send buffer
   std::unordered_map<uint32_t, IdState> ids_;  // by ucma id
   std::unordered_map<cm::CmId, uint32_t> by_cm_;
+  std::vector<cm::CmId> closing_;  // destroyed by the application while their DREQ waits for its DREP
   uint64_t short_mads_ = 0;
   bool uroced_ = through_uroced();
   bool in_process_ = [] {
@@ -252,7 +253,8 @@ CmService* CmService::get(std::string* err) {
       // the wire (DREQ once established, REJ while being set up, DREP for a DREQ received), so the peer sees
       // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. No more events go
       // to the application (its ids are forgotten first).
-      std::vector<cm::CmId> dreqs;
+      std::vector<cm::CmId> dreqs = std::move(sv.closing_);
+      sv.closing_.clear();
       for (auto& [id, st] : sv.ids_) {
         if (st.uroced_bound) bound.push_back(st);
         if (st.listener) continue;
@@ -423,6 +425,15 @@ uint32_t CmService::pass() {
     link_was_up_ = up;
   }
   if (agent_->next_deadline_ns() <= clock_.now_ns()) agent_->poll();
+  for (size_t i = 0; i < closing_.size();) {
+    if (agent_->state(closing_[i]) == cm::CmState::kDreqSent) {
+      ++i;
+      continue;
+    }
+    agent_->destroy(closing_[i]);  // DREP received or DREQ timed out: timewait in the agent
+    closing_[i] = closing_.back();
+    closing_.pop_back();
+  }
   work += flush_locked();
   work += deliver_events_locked();
   return work;
@@ -797,7 +808,12 @@ void CmService::destroy(uint32_t id) {
     st = it->second;
     by_cm_.erase(st.cm);
     ids_.erase(it);
-    agent_->destroy(st.cm);
+    // rdma_disconnect then rdma_destroy_id, as programs end: the DREQ's exchange is left to finish (its
+    // events go nowhere now), so that the exit handler can wait for its DREP too.
+    if (agent_->state(st.cm) == cm::CmState::kDreqSent)
+      closing_.push_back(st.cm);
+    else
+      agent_->destroy(st.cm);
     flush_locked();
     engine_->wake();
   }

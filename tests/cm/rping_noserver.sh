@@ -6,7 +6,7 @@
 # "At once": under 1 s from the client's last ucma command before it connects (INIT_QP_ATTR, as
 # rdma_create_qp asks it; the trace prints CONNECT only once it returns, after the event may be out) to the
 # REJECTED event it prints, each output line stamped as it is read (process and EAL start-up are not
-# counted), and the whole client under 3 s.
+# counted), and the whole client (start-up included, which a loaded host slows down) under 8 s.
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -27,7 +27,7 @@ for mode in uroced loopback; do
   [ $rc != 124 ] || { echo "FAIL: $mode: the client hung"; exit 1; }
   [ $rc != 0 ] || { echo "FAIL: $mode: the client succeeded with no server"; exit 1; }
   grep -q "RDMA_CM_EVENT_REJECTED, error 8" <<<"$out" || { echo "FAIL: $mode: no REJECTED 8"; exit 1; }
-  [ $ms -lt 3000 ] || { echo "FAIL: $mode: the client took $ms ms"; exit 1; }
+  [ $ms -lt 8000 ] || { echo "FAIL: $mode: the client took $ms ms"; exit 1; }
   rej_ms=$(awk '/ INIT_QP_ATTR \(11\) -> ok/ { t = $1 }
                 /RDMA_CM_EVENT_REJECTED, error 8/ { if (t) print int(($1 - t) / 1000); exit }' <<<"$out")
   [ -n "$rej_ms" ] || { echo "FAIL: $mode: no INIT_QP_ATTR before the REJECTED line"; exit 1; }

@@ -128,7 +128,7 @@ Daemon::Daemon(DaemonConfig cfg, fs::path base)
 }
 
 Daemon::~Daemon() {
-  while (!leases_.empty()) release(leases_.size() - 1, "daemon exit");
+  while (!leases_.empty()) release(leases_.size() - 1, "daemon exit", false);
   if (uplink_id_ >= 0) sw_.remove_port(uplink_id_);
   uplink_.reset();
   for (auto& c : conns_) close(c.fd);
@@ -288,7 +288,7 @@ void Daemon::serve_control(const std::vector<pollfd>& fds) {
   const size_t nconn = conns_.size();
   // Leases whose process exited, newest first so indices stay valid.
   for (size_t i = leases_.size(); i-- > 0;)
-    if (1 + nconn + i < fds.size() && fds[1 + nconn + i].revents) release(i, "process exited");
+    if (1 + nconn + i < fds.size() && fds[1 + nconn + i].revents) release(i, "process exited", true);
   const uint64_t now = now_ns();
   std::vector<Conn> keep;
   for (size_t i = 0; i < nconn; ++i) {
@@ -492,13 +492,14 @@ std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
   return w[1] == "bind" ? "ok port=" + std::to_string(bound) : "ok";
 }
 
-void Daemon::release(size_t idx, const char* why) {
+void Daemon::release(size_t idx, const char* why, bool exited) {
   Lease& l = *leases_[idx];
   cm_ports_.release(l.pid);
   // What the process's kernel would send for its connections when its rdma_cm file closes. A process that
   // exited normally sent its own DREQs and REJs at exit: those the switch saw have already ended their
   // entries, so only what it could not send (SIGKILL, a crash, frames lost as its port closed) goes now.
-  const auto ends = cm_track_.end_all(wire::ipv4_mapped(l.ip));
+  auto ends = cm_track_.end_all(wire::ipv4_mapped(l.ip));
+  if (!exited) ends.clear();
   const std::string counters =
       format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id)) + pmd_counters(*l.port);
   sw_.remove_port(l.switch_id);
