@@ -38,7 +38,11 @@ constexpr uint64_t kSendTag = 1ull << 32;  // wr_id of a send: kSendTag | slot
 constexpr uint32_t kUdpQkey = 0x01234567;  // RDMA_UDP_QKEY: the Q_Key of PS_UDP / PS_IB ids
 constexpr uint8_t kRejNoListener = 8;
 constexpr uint64_t kHeldRecheckNs = 1'000'000;
+// A direct memif pair with connections looks at its link this often (a link that goes down wakes nobody).
+constexpr uint64_t kLinkCheckNs = 100'000'000;
 constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
+// At exit, how long the process waits for the DREPs of the DREQs it sends (see the exit handler).
+constexpr uint64_t kExitDrepWaitNs = 1'000'000'000;
 // librdmacm's event numbers (cm::EventType uses the same).
 constexpr uint32_t kEvConnectRequest = static_cast<uint32_t>(cm::EventType::kConnectRequest);
 constexpr uint32_t kEvUnreachable = static_cast<uint32_t>(cm::EventType::kUnreachable);
@@ -138,9 +142,12 @@ class CmService final : public PassHook {
 
   uint32_t pass() override;
   uint64_t next_deadline() const override {
-    const uint64_t d = agent_->next_deadline_ns();
-    return held_ ? std::min(d, clock_.now_ns() + kHeldRecheckNs) : d;
+    uint64_t d = agent_->next_deadline_ns();
+    if (held_) d = std::min(d, clock_.now_ns() + kHeldRecheckNs);
+    if (direct_ && link_was_up_ && has_connections()) d = std::min(d, clock_.now_ns() + kLinkCheckNs);
+    return d;
   }
+  std::vector<std::pair<std::string, uint64_t>> counters() const override;
 
  private:
   // What the service keeps per ucma id.
@@ -166,6 +173,9 @@ class CmService final : public PassHook {
   void deliver(const cm::Event& ev);
   void on_request(const cm::Event& ev, uint32_t listener);
   uint32_t psn() { return rng_() & 0xFFFFFF; }
+  bool has_connections() const {
+    return std::any_of(ids_.begin(), ids_.end(), [](const auto& e) { return !e.second.listener; });
+  }
   uroce_cm_conn conn_of(const cm::Event& ev, uint32_t own_psn) const;
   ib_user_path_rec path_of(const cm::Event& ev) const;
 
@@ -184,11 +194,16 @@ class CmService final : public PassHook {
   std::deque<cm::OutMad> backlog_;             // MADs waiting for a free send buffer
   std::unordered_map<uint32_t, IdState> ids_;  // by ucma id
   std::unordered_map<cm::CmId, uint32_t> by_cm_;
+  std::vector<cm::CmId> closing_;  // destroyed by the application while their DREQ waits for its DREP
+  uint64_t short_mads_ = 0;
   bool uroced_ = through_uroced();
   bool in_process_ = [] {
     const char* port = std::getenv("UROCE_PORT");
     return port == nullptr || std::strcmp(port, "loopback") == 0;
   }();
+  // A port of its own to one peer process (a direct memif pair): neither uroced nor the in-process port.
+  bool direct_ = !uroced_ && !in_process_;
+  bool link_was_up_ = false;
 };
 
 CmService* g_service = nullptr;
@@ -238,16 +253,42 @@ CmService* CmService::get(std::string* err) {
       std::lock_guard lock(sv.engine_->mu());
       // As a kernel does when a process's rdma_cm file closes at exit: each connection still open ends on
       // the wire (DREQ once established, REJ while being set up, DREP for a DREQ received), so the peer sees
-      // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. The MADs leave in
-      // the passes below; the port lingers for its peer when it closes.
+      // DISCONNECTED or REJECTED now rather than after its DREQ or REQ retries run out. No more events go
+      // to the application (its ids are forgotten first).
+      std::vector<cm::CmId> dreqs = std::move(sv.closing_);
+      sv.closing_.clear();
       for (auto& [id, st] : sv.ids_) {
-        if (!st.listener) sv.agent_->destroy(st.cm);
         if (st.uroced_bound) bound.push_back(st);
+        if (st.listener) continue;
+        if (sv.agent_->state(st.cm) == cm::CmState::kEstablished && sv.agent_->disconnect(st.cm) == 0)
+          dreqs.push_back(st.cm);
+        else
+          sv.agent_->destroy(st.cm);
       }
       sv.ids_.clear();
       sv.by_cm_.clear();
       sv.flush_locked();
-      for (int i = 0; i < 4; ++i) sv.engine_->progress_locked();
+      // Frames still in the memif ring when the port closes are lost, and the peer (uroced, or the other
+      // process) may not run for a while on a loaded host: so the process waits for each DREQ's DREP, which
+      // proves that everything it sent before reached the peer (an RTU sent just before exit, too), for up
+      // to kExitDrepWaitNs. REJs and DREPs have no answer: the port's close linger covers them, and through
+      // uroced the switch sends what it did not see (tools/uroced/cm_track.h).
+      const uint64_t until = sv.clock_.now_ns() + kExitDrepWaitNs;
+      auto waiting = [&] {
+        return std::any_of(dreqs.begin(), dreqs.end(),
+                           [&](cm::CmId c) { return sv.agent_->state(c) == cm::CmState::kDreqSent; });
+      };
+      for (int i = 0; i < 4 || (waiting() && sv.clock_.now_ns() < until); ++i) {
+        sv.engine_->progress_locked();
+        if (i >= 4) {
+          sv.engine_->mu().unlock();
+          usleep(200);
+          sv.engine_->mu().lock();
+        }
+      }
+      for (cm::CmId c : dreqs) sv.agent_->destroy(c);
+      sv.flush_locked();
+      sv.engine_->progress_locked();
       sv.engine_->set_pass_hook(nullptr);
     }
     // What this process bound in the host's port table (a forked child's bindings would otherwise stay
@@ -368,11 +409,33 @@ uint32_t CmService::pass() {
           std::memcpy(from.gid.data(), buf + 8, 16);  // the GRH's source GID
         }
         agent_->on_mad(from, std::span<const uint8_t>(buf + kGrhLen, cm::kMadLen));
+      } else if (wc[i].status == WcStatus::kSuccess) {
+        ++short_mads_;  // a datagram to QP1 shorter than a MAD: nothing a CM could read
       }
       repost(slot);
     }
   }
+  if (direct_) {
+    // The other end of a direct memif pair closed its port: that process is gone, and it was the only peer
+    // this CM could reach. Nobody else will send its DREQ (through uroced the switch does, cm_track.h), so
+    // every connection ends here, as its QP's retries or the CM's timers would end it much later.
+    const bool up = engine_->link_up();
+    if (link_was_up_ && !up) {
+      work += static_cast<uint32_t>(agent_->link_lost(-ENETUNREACH));
+      backlog_.clear();
+    }
+    link_was_up_ = up;
+  }
   if (agent_->next_deadline_ns() <= clock_.now_ns()) agent_->poll();
+  for (size_t i = 0; i < closing_.size();) {
+    if (agent_->state(closing_[i]) == cm::CmState::kDreqSent) {
+      ++i;
+      continue;
+    }
+    agent_->destroy(closing_[i]);  // DREP received or DREQ timed out: timewait in the agent
+    closing_[i] = closing_.back();
+    closing_.pop_back();
+  }
   work += flush_locked();
   work += deliver_events_locked();
   return work;
@@ -421,6 +484,25 @@ uroce_cm_conn CmService::conn_of(const cm::Event& ev, uint32_t own_psn) const {
   c.min_rnr_timer = 0;
   std::memcpy(c.dgid, ev.peer.gid.data(), 16);
   return c;
+}
+
+// What became of every MAD received (rx_*, one per cm::RxResult), why the malformed ones were refused
+// (malformed_*, one per cm::MadError), what was sent, and datagrams on QP1 too short to hold a MAD.
+std::vector<std::pair<std::string, uint64_t>> CmService::counters() const {
+  const cm::CmStats& s = agent_->stats();
+  std::vector<std::pair<std::string, uint64_t>> out;
+  out.emplace_back("rx_total", s.rx_total() + short_mads_);
+  for (size_t i = 0; i < s.rx.size(); ++i)
+    out.emplace_back(std::string("rx_") + cm::rx_result_name(static_cast<cm::RxResult>(i)), s.rx[i]);
+  out.emplace_back("rx_short", short_mads_);
+  for (size_t i = 1; i < s.malformed.size(); ++i)
+    out.emplace_back(std::string("malformed_") + cm::mad_error_name(static_cast<cm::MadError>(i)),
+                     s.malformed[i]);
+  out.emplace_back("tx", s.tx);
+  out.emplace_back("retransmits", s.retransmits);
+  out.emplace_back("timeouts", s.timeouts);
+  out.emplace_back("connections", agent_->connections());
+  return out;
 }
 
 // A REQ or SIDR_REQ for one of our listeners: a new ucma id, its connection data, CONNECT_REQUEST.
@@ -728,7 +810,12 @@ void CmService::destroy(uint32_t id) {
     st = it->second;
     by_cm_.erase(st.cm);
     ids_.erase(it);
-    agent_->destroy(st.cm);
+    // rdma_disconnect then rdma_destroy_id, as programs end: the DREQ's exchange is left to finish (its
+    // events go nowhere now), so that the exit handler can wait for its DREP too.
+    if (agent_->state(st.cm) == cm::CmState::kDreqSent)
+      closing_.push_back(st.cm);
+    else
+      agent_->destroy(st.cm);
     flush_locked();
     engine_->wake();
   }

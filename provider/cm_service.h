@@ -15,6 +15,12 @@
 // and a connection to ADDR:PORT goes to the GID of whichever process `cm lookup` names (127.0.0.1 is the
 // host, each process has its own leased address); no listener is RDMA_CM_EVENT_REJECTED with status 8 at
 // once, as a kernel CM's REJ 8 arrives. Without uroced the destination address is the peer's GID.
+//
+// Ends: at exit every open connection ends on the wire as a kernel ends them when the rdma_cm file closes
+// (DREQ, REJ, DREP), and the process waits up to 1 s for its DREQs' DREPs so that its last frames are not
+// lost in the memif ring. A process killed outright sends nothing: through uroced the host switch sends for
+// it (tools/uroced/cm_track.h); on a direct memif pair the survivor's CM ends its connections when the
+// link goes down (cm::CmAgent::link_lost). Counters: `uroce stats` "cm" (PassHook::counters).
 #pragma once
 
 namespace uroce::provider {

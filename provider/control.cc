@@ -52,6 +52,7 @@ struct Snapshot {
   Counters dev;
   wire::RxDropCounters drops;
   std::vector<std::pair<std::string, uint64_t>> port;
+  std::vector<std::pair<std::string, uint64_t>> cm;
   std::vector<QpSnapshot> qps;
   std::string gid;
 };
@@ -64,6 +65,7 @@ Snapshot take_snapshot(const ControlSource& src) {
   s.drops = src.dev->rx_drops();
   s.gid = wire::gid_text(src.dev->config().gid);
   if (src.port_stats) s.port = src.port_stats();
+  if (src.cm_stats) s.cm = src.cm_stats();
   std::vector<uint32_t> qpns = src.qpns ? src.qpns() : std::vector<uint32_t>{};
   std::sort(qpns.begin(), qpns.end());
   for (uint32_t qpn : qpns) {
@@ -129,6 +131,8 @@ json stats_object(const ControlSource& src) {
     drops[wire::rx_drop_name(static_cast<wire::RxDrop>(i))] = s.drops.n[i];
   json& port = out["port_stats"] = json::object();
   for (const auto& [name, v] : s.port) port[name] = v;
+  json& cm = out["cm"] = json::object();
+  for (const auto& [name, v] : s.cm) cm[name] = v;
   json& qps = out["qps"] = json::array();
   for (const auto& q : s.qps) qps.push_back(qp_json(q));
   return out;

@@ -46,6 +46,8 @@ struct ControlSource {
   std::function<std::vector<uint32_t>()> qpns;  // the QPs to list
   // Counters of the port below the device ("name", value); may be empty.
   std::function<std::vector<std::pair<std::string, uint64_t>>()> port_stats;
+  // Counters of the connection manager on the engine ("name", value); may be empty.
+  std::function<std::vector<std::pair<std::string, uint64_t>>()> cm_stats;
 };
 
 // <runtime dir>/ctl (runtime/runtime_dir.h), created 0700 when missing. Returns "" with *err set when no

@@ -150,9 +150,12 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"rx_nombuf", s.rx_nombuf},         {"rx_oversize", s.rx_oversize},
             {"rx_chain_drop", s.rx_chain_drop}, {"link_up", dpdk_->link_up() ? 1u : 0u}};
   };
+  auto hook_counters = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
+    return hook_ ? hook_->counters() : std::vector<std::pair<std::string, uint64_t>>{};
+  };
   std::string err;
   control_ = ControlEndpoint::start(
-      {cfg.device.name, cfg.port, &mu_, dev_.get(), tap_.get(), qpns, port_stats}, &err);
+      {cfg.device.name, cfg.port, &mu_, dev_.get(), tap_.get(), qpns, port_stats, hook_counters}, &err);
   if (!control_ && !err.empty())
     std::fprintf(stderr, "uroce %s: no control socket, uroce stats/capture will not see it: %s\n",
                  cfg.device.name.c_str(), err.c_str());

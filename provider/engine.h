@@ -27,6 +27,8 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "provider/control.h"
 #include "transport/device.h"
@@ -48,6 +50,8 @@ class PassHook {
   virtual uint32_t pass() = 0;
   // When pass() next has something to do without new packets (kNever: nothing).
   virtual uint64_t next_deadline() const = 0;
+  // Its counters ("name", value), for `uroce stats` (its "cm" object).
+  virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }
 };
 
 struct EngineConfig {

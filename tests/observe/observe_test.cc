@@ -241,7 +241,8 @@ class Endpoint : public ::testing::Test {
         [this] { return std::vector<uint32_t>{qp_->qpn()}; },
         [] {
           return std::vector<std::pair<std::string, uint64_t>>{{"rx_frames", 7}, {"link_up", 1}};
-        }};
+        },
+        {}};
     std::string err;
     ep_ = ControlEndpoint::start(src, &err, dir_.path.string());
     ASSERT_TRUE(ep_) << err;
@@ -380,8 +381,9 @@ TEST(ControlEndpoint, OffWithUroceControl0) {
   setenv("UROCE_CONTROL", "0", 1);
   std::mutex mu;
   std::string err = "x";
-  EXPECT_EQ(ControlEndpoint::start(ControlSource{"uroce0", "", &mu, nullptr, nullptr, {}, {}}, &err, "/tmp"),
-            nullptr);
+  EXPECT_EQ(
+      ControlEndpoint::start(ControlSource{"uroce0", "", &mu, nullptr, nullptr, {}, {}, {}}, &err, "/tmp"),
+      nullptr);
   EXPECT_EQ(err, "");
   unsetenv("UROCE_CONTROL");
 }
@@ -409,8 +411,8 @@ TEST(ObserveDocs, NameEveryCounter) {
   QpInitAttr init;
   init.send_cq = init.recv_cq = cq;
   ASSERT_EQ(dev.create_qp(pd, init, &qp), 0);
-  const json r = json::parse(provider::stats_json(
-      ControlSource{"uroce0", "", &mu, &dev, nullptr, [&] { return std::vector<uint32_t>{qp->qpn()}; }, {}}));
+  const json r = json::parse(provider::stats_json(ControlSource{
+      "uroce0", "", &mu, &dev, nullptr, [&] { return std::vector<uint32_t>{qp->qpn()}; }, {}, {}}));
   ASSERT_EQ(r["qps"].size(), 1u);
   for (const auto& [name, v] : r["qps"][0].items())
     EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;

@@ -305,6 +305,38 @@ TEST(CmState, ConsumerRejectIs28WithPrivateData) {
   EXPECT_EQ(n.b.accept(ib, {}), -EINVAL);
 }
 
+// The port's link gone for good (a direct memif pair whose other process died): connected ids are
+// DISCONNECTED, ids being set up UNREACHABLE, at once and without a MAD; the listener stays.
+TEST(CmState, LinkLostEndsEveryConnectionWithoutAMad) {
+  BackToBack n;
+  CmId ia, ib;
+  establish(n, &ia, &ib);
+  CmId ic;
+  n.fate = [](const Sent&) { return Fate::kDrop; };  // a second connection whose REQ goes nowhere
+  ASSERT_EQ(n.a.connect(n.params(kTcp7471), &ic), 0);
+  n.run_for(10 * kMs);
+  ASSERT_EQ(n.a.state(ic), CmState::kReqSent);
+  const size_t ea = n.ev_a.size(), sent = n.sent.size();
+  EXPECT_EQ(n.a.link_lost(-ENETUNREACH), 2u);
+  n.run_for(10 * kMs);
+  EXPECT_EQ(n.sent.size(), sent) << "nothing on the wire";
+  ASSERT_EQ(n.ev_a.size(), ea + 2);
+  for (size_t i = ea; i < n.ev_a.size(); ++i) {
+    const Event& ev = n.ev_a[i].ev;
+    EXPECT_EQ(ev.type, ev.id == ia ? EventType::kDisconnected : EventType::kUnreachable);
+    EXPECT_EQ(ev.status, -ENETUNREACH);
+  }
+  EXPECT_EQ(n.a.state(ia), CmState::kTimewait);
+  EXPECT_EQ(n.a.state(ic), CmState::kIdle);
+  EXPECT_EQ(n.a.link_lost(-ENETUNREACH), 0u) << "once";
+  // The REQ's timer is gone with it: no UNREACHABLE -ETIMEDOUT 98 s later.
+  n.run_for(200'000 * kMs);
+  for (size_t i = ea + 2; i < n.ev_a.size(); ++i) EXPECT_EQ(n.ev_a[i].ev.type, EventType::kTimewaitExit);
+  // The passive side's own link loss: its connection and its listener (still listening) behave the same.
+  EXPECT_EQ(n.b.link_lost(-ENETUNREACH), 1u);
+  EXPECT_EQ(n.b.state(ib), CmState::kTimewait);
+}
+
 TEST(CmState, LostReqIsRetriedEvery6144MsThenUnreachable) {
   BackToBack n;
   n.fate = [](const Sent& s) { return s.from_a ? Fate::kDrop : Fate::kDeliver; };

@@ -123,10 +123,13 @@ Daemon::Daemon(DaemonConfig cfg, fs::path base)
                   for (const auto& l : leases_)
                     if (l->ip == ip) return true;
                   return false;
-                }) {}
+                }),
+      cm_track_(static_cast<uint32_t>(std::random_device{}())) {
+  sw_.set_gsi_tap([this](const uint8_t* f, uint16_t len) { cm_track_.observe(f, len, now_ns()); });
+}
 
 Daemon::~Daemon() {
-  while (!leases_.empty()) release(leases_.size() - 1, "daemon exit");
+  while (!leases_.empty()) release(leases_.size() - 1, "daemon exit", false);
   if (uplink_id_ >= 0) sw_.remove_port(uplink_id_);
   uplink_.reset();
   for (auto& c : conns_) close(c.fd);
@@ -286,7 +289,7 @@ void Daemon::serve_control(const std::vector<pollfd>& fds) {
   const size_t nconn = conns_.size();
   // Leases whose process exited, newest first so indices stay valid.
   for (size_t i = leases_.size(); i-- > 0;)
-    if (1 + nconn + i < fds.size() && fds[1 + nconn + i].revents) release(i, "process exited");
+    if (1 + nconn + i < fds.size() && fds[1 + nconn + i].revents) release(i, "process exited", true);
   const uint64_t now = now_ns();
   std::vector<Conn> keep;
   for (size_t i = 0; i < nconn; ++i) {
@@ -493,27 +496,41 @@ std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
   return w[1] == "bind" ? "ok port=" + std::to_string(bound) : "ok";
 }
 
-void Daemon::release(size_t idx, const char* why) {
+void Daemon::release(size_t idx, const char* why, bool exited) {
   Lease& l = *leases_[idx];
   cm_ports_.release(l.pid);
+  // What the process's kernel would send for its connections when its rdma_cm file closes. A process that
+  // exited normally sent its own DREQs and REJs at exit: those the switch saw have already ended their
+  // entries, so only what it could not send (SIGKILL, a crash, frames lost as its port closed) goes now.
+  auto ends = cm_track_.end_all(wire::ipv4_mapped(l.ip));
+  if (!exited) ends.clear();
   const std::string counters =
       format_counters(sw_.counters(l.switch_id), sw_.config(l.switch_id)) + pmd_counters(*l.port);
   sw_.remove_port(l.switch_id);
   l.port.reset();  // tears the memif server down and removes its socket
   close(l.pidfd);
+  size_t sent = 0;
+  for (const auto& f : ends) sent += sw_.inject(f.data(), static_cast<uint16_t>(f.size())) ? 1 : 0;
+  if (!ends.empty())
+    log("pid %d left %zu RDMA CM connections open: sent %zu DREQ/REJ for it", l.pid, ends.size(), sent);
   log("release %s of pid %d (%s): %s", l.ip_text.c_str(), l.pid, why, counters.c_str());
   leases_.erase(leases_.begin() + static_cast<std::ptrdiff_t>(idx));
   if (leases_.empty()) last_client_ns_ = now_ns();
 }
 
 std::string Daemon::do_stats() const {
-  std::string out = "uroced pid=" + std::to_string(getpid()) + " leases=" + std::to_string(leases_.size()) +
-                    " leases_total=" + std::to_string(leases_total_) + " stalls=" + std::to_string(stalls_) +
-                    " refused_peers=" + std::to_string(refused_peers_) +
-                    " longest_pass_us=" + std::to_string(longest_pass_ns_ / 1000) +
-                    " macs=" + std::to_string(sw_.learned_macs()) +
-                    " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +
-                    " idle_exit=" + std::to_string(cfg_.idle_exit_s) + "\n";
+  std::string out =
+      "uroced pid=" + std::to_string(getpid()) + " leases=" + std::to_string(leases_.size()) +
+      " leases_total=" + std::to_string(leases_total_) + " stalls=" + std::to_string(stalls_) +
+      " refused_peers=" + std::to_string(refused_peers_) +
+      " longest_pass_us=" + std::to_string(longest_pass_ns_ / 1000) +
+      " macs=" + std::to_string(sw_.learned_macs()) +
+      " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +
+      " idle_exit=" + std::to_string(cfg_.idle_exit_s) + " cm_binds=" + std::to_string(cm_ports_.size()) +
+      " cm_conns=" + std::to_string(cm_track_.size()) + " cm_mads=" + std::to_string(cm_track_.stats().mads) +
+      " cm_malformed=" + std::to_string(cm_track_.stats().malformed) +
+      " cm_dreq_sent=" + std::to_string(cm_track_.stats().dreq_sent) +
+      " cm_rej_sent=" + std::to_string(cm_track_.stats().rej_sent) + "\n";
   auto line = [&](int id, const std::string& extra, const glue::DpdkPort* p) {
     out += "port=" + sw_.name(id) + extra + " link=" + (p->link_up() ? "up" : "down") + " " +
            format_counters(sw_.counters(id), sw_.config(id));

@@ -20,6 +20,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "tools/uroced/cm_ports.h"
+#include "tools/uroced/cm_track.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/switch_core.h"
 
@@ -58,7 +59,9 @@ class Daemon {
   std::string do_stats() const;
   std::string do_cm(pid_t pid, const std::vector<std::string>& words);
   bool do_set(const std::vector<std::string>& words, std::string* err);
-  void release(size_t idx, const char* why);
+  // Ends a lease. `exited`: its process is gone, so the CM connections it left open are ended for it
+  // (at daemon exit nothing is sent: every port goes down at once).
+  void release(size_t idx, const char* why, bool exited);
   uint32_t pick_ip() const;
   std::vector<pollfd> control_fds() const;
   void note_pass(uint64_t start_ns, uint64_t end_ns);
@@ -71,6 +74,7 @@ class Daemon {
   bool stop_ = false;
   Switch sw_;
   CmPorts cm_ports_;
+  CmTracker cm_track_;  // the CM connections between leases, ended for a process that dies (cm_track.h)
   std::unique_ptr<glue::DpdkPort> uplink_;
   int uplink_id_ = -1;
   std::vector<std::unique_ptr<Lease>> leases_;

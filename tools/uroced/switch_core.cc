@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/uroced/cm_track.h"
+
 namespace uroce::uroced {
 
 namespace {
@@ -183,6 +185,7 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
     src.io->free_burst(&b, 1);
     return;
   }
+  if (gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
   const uint8_t* dst = b->data;
   const uint8_t* smac = b->data + 6;
   if (!is_group(smac)) {
@@ -213,6 +216,25 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
     return;
   }
   enqueue(it->second.port, b, in);
+}
+
+bool Switch::inject(const uint8_t* frame, uint16_t len) {
+  if (len < kEthHeader) return false;
+  const auto it = macs_.find(key(frame));
+  const int out = it != macs_.end() ? it->second.port : default_port_;
+  if (!valid(out)) return false;
+  // The buffer comes from the egress port's own pool and counts as that port's (freed to it, whatever
+  // becomes of the frame).
+  PktBuf* b = nullptr;
+  if (ports_[out].io->alloc_burst(&b, 1) != 1) return false;
+  if (b->cap < len) {
+    ports_[out].io->free_burst(&b, 1);
+    return false;
+  }
+  std::memcpy(b->data, frame, len);
+  b->len = len;
+  enqueue(out, b, out);
+  return true;
 }
 
 // A head frame that waits for tokens (not for backpressure) sets the time the loop must look again.

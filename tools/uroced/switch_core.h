@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -83,6 +84,12 @@ class Switch {
   void add_static_mac(const Mac& mac, int id);
   // Unknown unicast goes to this port (the uplink) instead of being dropped; -1: none.
   void set_default_port(int id) { default_port_ = id; }
+  // Called with every received frame that is_gsi_frame() (cm_track.h) takes for a datagram to QP1, before
+  // it is forwarded; the frame stays the switch's. Unset: no test at all.
+  void set_gsi_tap(std::function<void(const uint8_t*, uint16_t)> tap) { gsi_tap_ = std::move(tap); }
+  // Sends a frame the daemon made (copied into a buffer of the egress port) to the port its destination
+  // MAC is at, else to the default port. False when there is no such port or it has no free buffer.
+  bool inject(const uint8_t* frame, uint16_t len);
 
   // One pass: rx a burst from every port, forward, then transmit what the queues and buckets allow.
   // Returns frames moved (received + transmitted); 0 means idle.
@@ -137,6 +144,7 @@ class Switch {
   uint64_t next_ready_ns_ = UINT64_MAX;
   uint64_t next_age_ns_ = 0;
   int default_port_ = -1;
+  std::function<void(const uint8_t*, uint16_t)> gsi_tap_;
 };
 
 // "key=value ..." for one port's counters and knobs (what `uroced --stats` prints per port).

@@ -564,6 +564,43 @@ int CmAgent::disconnect(CmId id, std::span<const uint8_t> private_data) {
   return -EINVAL;
 }
 
+size_t CmAgent::link_lost(int status) {
+  size_t n = 0;
+  for (auto& [id, cp] : conns_) {
+    Conn& c = *cp;
+    if (c.destroyed) continue;
+    switch (c.state) {
+      case CmState::kReqSent:
+      case CmState::kMraReqRcvd:
+      case CmState::kReqRcvd:
+      case CmState::kMraReqSent:
+      case CmState::kRepSent:
+      case CmState::kMraRepRcvd:
+      case CmState::kRepRcvd:
+      case CmState::kMraRepSent:
+      case CmState::kSidrReqSent: {
+        to_idle(c);
+        Event ev = base_event(c, EventType::kUnreachable);
+        ev.status = status;
+        emit(c, std::move(ev));
+        ++n;
+        break;
+      }
+      case CmState::kEstablished:
+      case CmState::kDreqSent:
+      case CmState::kDreqRcvd:
+        enter_timewait(c);
+        report_disconnect(c, status);
+        ++n;
+        break;
+      default:
+        break;
+    }
+  }
+  outbox_.clear();  // nothing queued can leave any more
+  return n;
+}
+
 int CmAgent::destroy(CmId id) {
   Conn* cp = find(id);
   if (!cp) return -ENOENT;

@@ -264,6 +264,11 @@ class CmAgent {
   // connection that must still answer late MADs stays in timewait internally.
   int destroy(CmId id);
 
+  // The port's link is gone for good (a direct memif pair whose other process exited): no MAD can reach a
+  // peer or come back. Every connection ends without a message, as its timers would end it later: being
+  // set up -> UNREACHABLE with `status`, connected or disconnecting -> DISCONNECTED with `status`, then
+  // timewait. Listeners stay. Returns how many connections it ended.
+  size_t link_lost(int status);
   // A MAD received on QP1 from `from`.
   void on_mad(const Address& from, std::span<const uint8_t> mad);
   // Fires the timers that are due now; answers REJ 8 to the held REQs whose grace ran out.
