@@ -40,7 +40,7 @@ constexpr uint8_t kRejNoListener = 8;
 constexpr uint64_t kHeldRecheckNs = 1'000'000;
 // A direct memif pair with connections looks at its link this often (a link that goes down wakes nobody).
 constexpr uint64_t kLinkCheckNs = 100'000'000;
-constexpr int kLookupGraceMs = 20, kLookupRetries = 4;
+constexpr int kLookupGraceMs = 200, kLookupRetries = 40;
 // At exit, how long the process waits for the DREPs of the DREQs it sends (see the exit handler).
 constexpr uint64_t kExitDrepWaitNs = 1'000'000'000;
 // librdmacm's event numbers (cm::EventType uses the same).

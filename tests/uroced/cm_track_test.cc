@@ -144,7 +144,7 @@ TEST(CmTrack, RepWithoutRtuIsRejectedWithBothCommIds) {
   EXPECT_EQ(r->message_rejected, 1) << "REJ for the REP";
 }
 
-TEST(CmTrack, RejDreqAndDrepEndAnEntry) {
+TEST(CmTrack, RejAndDrepEndAnEntryADreqWaitsForItsDrep) {
   {
     CmTracker t(5);
     see(t, gsi(kA, kB, req()));
@@ -163,9 +163,47 @@ TEST(CmTrack, RejDreqAndDrepEndAnEntry) {
     d.local_comm_id = from_passive ? kCommB : kCommA;
     d.remote_comm_id = from_passive ? kCommA : kCommB;
     see(t, from_passive ? gsi(kB, kA, d) : gsi(kA, kB, d));
-    EXPECT_EQ(t.size(), 0u) << "a DREQ from the " << (from_passive ? "passive" : "active") << " side";
+    EXPECT_EQ(t.size(), 1u) << "a DREQ from the " << (from_passive ? "passive" : "active") << " side";
+    cm::Drep r;
+    r.local_comm_id = d.remote_comm_id;
+    r.remote_comm_id = d.local_comm_id;
+    see(t, from_passive ? gsi(kA, kB, r) : gsi(kB, kA, r));
+    EXPECT_EQ(t.size(), 0u) << "the DREP ends it";
     EXPECT_TRUE(t.end_all(kA).empty() && t.end_all(kB).empty()) << "nothing to send: the CMs did it";
   }
+}
+
+// A server that crashes right after its client's DREQ (Debian's qperf 0.4.11 does): its kernel would
+// answer with the DREP as the rdma_cm file closes, so uroced does, with the DREQ's transaction ID.
+TEST(CmTrack, ADreqReceiverThatDiesAnswersWithTheDrep) {
+  for (bool from_passive : {false, true}) {
+    CmTracker t(5);
+    see(t, gsi(kA, kB, req()));
+    see(t, gsi(kB, kA, rep()));
+    see(t, gsi(kA, kB, rtu()));
+    cm::Dreq d;
+    d.local_comm_id = from_passive ? kCommB : kCommA;
+    d.remote_comm_id = from_passive ? kCommA : kCommB;
+    see(t, from_passive ? gsi(kB, kA, d, 99) : gsi(kA, kB, d, 99));
+    const cm::Gid receiver = from_passive ? kA : kB, sender = from_passive ? kB : kA;
+    const cm::CmMad m = sent_one(t, receiver, sender);
+    const auto* r = std::get_if<cm::Drep>(&m.body);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->local_comm_id, d.remote_comm_id);
+    EXPECT_EQ(r->remote_comm_id, d.local_comm_id);
+    EXPECT_EQ(m.hdr.tid, 99u);
+  }
+  // The DREQ's sender dying sends nothing: its peer answers a dead address.
+  CmTracker t(5);
+  see(t, gsi(kA, kB, req()));
+  see(t, gsi(kB, kA, rep()));
+  see(t, gsi(kA, kB, rtu()));
+  cm::Dreq d;
+  d.local_comm_id = kCommA;
+  d.remote_comm_id = kCommB;
+  see(t, gsi(kA, kB, d));
+  EXPECT_TRUE(t.end_all(kA).empty());
+  EXPECT_EQ(t.size(), 0u);
 }
 
 TEST(CmTrack, MalformedIsCountedAndChangesNothing) {

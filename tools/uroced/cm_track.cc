@@ -107,9 +107,14 @@ void CmTracker::observe(const uint8_t* frame, size_t len, uint64_t now_ns) {
     if (it == conns_.end() && rej->local_comm_id == 0) it = conns_.find({g.dst, rej->remote_comm_id});
     if (it != conns_.end()) conns_.erase(it);
   } else if (const auto* dreq = std::get_if<cm::Dreq>(&m.body)) {
-    // The connection is being closed by one of its ends: from here on that end's CM owns the exchange.
+    // One end closes the connection; its peer owes the DREP (a retransmitted DREQ changes nothing).
     auto it = find(g.src, g.dst, dreq->local_comm_id, dreq->remote_comm_id);
-    if (it != conns_.end()) conns_.erase(it);
+    if (it != conns_.end() && it->second.state == State::kEstablished) {
+      it->second.state = State::kDreq;
+      it->second.dreq_from_active = g.src == it->second.a_gid;
+      it->second.dreq_tid = m.hdr.tid;
+      it->second.seen_ns = now_ns;
+    }
   } else if (const auto* drep = std::get_if<cm::Drep>(&m.body)) {
     auto it = find(g.src, g.dst, drep->local_comm_id, drep->remote_comm_id);
     if (it != conns_.end()) conns_.erase(it);
@@ -142,7 +147,16 @@ std::vector<std::vector<uint8_t>> CmTracker::end_all(const cm::Gid& gid) {
       const uint32_t own = a_dead ? c.a_comm : c.b_comm;
       cm::MadHeader hdr;
       hdr.tid = cm::form_tid(hi_tid_, own);
-      if (c.state == State::kEstablished) {
+      if (c.state == State::kDreq) {
+        if (a_dead != c.dreq_from_active) {  // the dead end received the DREQ: its DREP
+          cm::Drep d;
+          d.local_comm_id = own;
+          d.remote_comm_id = a_dead ? c.b_comm : c.a_comm;
+          hdr.tid = c.dreq_tid;
+          out.push_back(frame(c, a_dead, hdr, d));
+          ++stats_.drep_sent;
+        }
+      } else if (c.state == State::kEstablished) {
         cm::Dreq d;
         d.local_comm_id = own;
         d.remote_comm_id = a_dead ? c.b_comm : c.a_comm;

@@ -5,10 +5,14 @@
 // died: Linux cm_destroy_id sends DREQ for an established connection and REJ for one being set up. Under
 // uroce the CM runs inside each process (provider/cm_service.cc) and does the same at exit, but nobody runs
 // exit handlers after SIGKILL. uroced forwards every frame of the host and holds a lease per process whose
-// end it learns from a pidfd, so it keeps this table of the CM exchanges it forwarded (REQ, REP, RTU; REJ,
-// DREQ and DREP end an entry) and, when a lease ends, sends for the dead process what its kernel would
+// end it learns from a pidfd, so it keeps this table of the CM exchanges it forwarded (REQ, REP, RTU, DREQ;
+// REJ and DREP end an entry) and, when a lease ends, sends for the dead process what its kernel would
 // have sent, with the transport/cm codec:
 //   - established (RTU seen): DREQ, so the peer's rdma_cm reports DISCONNECTED;
+//   - a DREQ received and not answered: the DREP (cm_destroy_id in DREQ_RCVD), so the peer's
+//     rdma_disconnect completes at once instead of after its DREQ's retries (a server that crashes right
+//     after its client disconnects: Debian's qperf 0.4.11);
+//   - a DREQ sent and not answered: nothing (the peer answers a dead address);
 //   - REQ seen, no REP, the passive side died: REJ 28 (consumer defined) for the REQ, local comm ID 0, as
 //     cm_destroy_id in REQ_RCVD: the client reports REJECTED 28 at once instead of retrying its REQ;
 //   - REQ seen, no REP, the active side died: REJ 4 (timeout) with its CA GUID in the ARI (cm_destroy_id in
@@ -61,11 +65,13 @@ class CmTracker {
     uint64_t malformed = 0;  // of those, not a valid frame, GSI datagram or CM MAD
     uint64_t dreq_sent = 0;  // sent for dead processes
     uint64_t rej_sent = 0;
+    uint64_t drep_sent = 0;
   };
   const Stats& stats() const { return stats_; }
 
  private:
-  enum class State : uint8_t { kReq, kRep, kEstablished };
+  // kDreq: one end sent a DREQ and its peer has not answered with a DREP yet.
+  enum class State : uint8_t { kReq, kRep, kEstablished, kDreq };
   struct Conn {
     State state = State::kReq;
     cm::Gid a_gid{}, b_gid{};  // active (REQ sender) and passive side
@@ -74,6 +80,8 @@ class CmTracker {
     uint32_t a_qpn = 0, b_qpn = 0;
     uint64_t a_guid = 0;
     uint64_t req_tid = 0;
+    bool dreq_from_active = false;  // kDreq: which end sent it
+    uint64_t dreq_tid = 0;          // the DREP answers with the DREQ's transaction ID
     uint64_t seen_ns = 0;
   };
   using Key = std::pair<cm::Gid, uint32_t>;  // (active side's GID, its comm ID)

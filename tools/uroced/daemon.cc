@@ -261,6 +261,7 @@ int Daemon::run() {
     const int n = ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n > 0) serve_control(fds);
     last_control = now_ns();
+    check_links(last_control);
     nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);
   }
   if (g_signalled) log("signalled: exiting");
@@ -496,6 +497,30 @@ std::string Daemon::do_cm(pid_t pid, const std::vector<std::string>& w) {
   return w[1] == "bind" ? "ok port=" + std::to_string(bound) : "ok";
 }
 
+// A lease's memif link that goes down while the lease lives: the process that had the device open is gone
+// (a forked child that opened it and crashed, while the parent holding the lease lives on) or closed it.
+// What it left open on the wire is ended for it, as when a lease ends; a process that closed its device
+// normally ended its connections itself first, so nothing is left to send then.
+void Daemon::check_links(uint64_t now) {
+  constexpr uint64_t kEveryNs = 50'000'000;
+  if (now - links_checked_ns_ < kEveryNs) return;
+  links_checked_ns_ = now;
+  for (auto& l : leases_) {
+    const bool up = l->port->link_up();
+    if (l->link_was_up && !up) end_cm_of(*l, "its port's link went down");
+    l->link_was_up = up;
+  }
+}
+
+void Daemon::end_cm_of(const Lease& l, const char* why) {
+  const auto ends = cm_track_.end_all(wire::ipv4_mapped(l.ip));
+  size_t sent = 0;
+  for (const auto& f : ends) sent += sw_.inject(f.data(), static_cast<uint16_t>(f.size())) ? 1 : 0;
+  if (!ends.empty())
+    log("%s (pid %d) left %zu RDMA CM connections open (%s): sent %zu DREQ/DREP/REJ for it",
+        l.ip_text.c_str(), l.pid, ends.size(), why, sent);
+}
+
 void Daemon::release(size_t idx, const char* why, bool exited) {
   Lease& l = *leases_[idx];
   cm_ports_.release(l.pid);
@@ -530,7 +555,8 @@ std::string Daemon::do_stats() const {
       " cm_conns=" + std::to_string(cm_track_.size()) + " cm_mads=" + std::to_string(cm_track_.stats().mads) +
       " cm_malformed=" + std::to_string(cm_track_.stats().malformed) +
       " cm_dreq_sent=" + std::to_string(cm_track_.stats().dreq_sent) +
-      " cm_rej_sent=" + std::to_string(cm_track_.stats().rej_sent) + "\n";
+      " cm_rej_sent=" + std::to_string(cm_track_.stats().rej_sent) +
+      " cm_drep_sent=" + std::to_string(cm_track_.stats().drep_sent) + "\n";
   auto line = [&](int id, const std::string& extra, const glue::DpdkPort* p) {
     out += "port=" + sw_.name(id) + extra + " link=" + (p->link_up() ? "up" : "down") + " " +
            format_counters(sw_.counters(id), sw_.config(id));

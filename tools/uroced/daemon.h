@@ -45,6 +45,7 @@ class Daemon {
     std::string socket;
     std::unique_ptr<glue::DpdkPort> port;
     int switch_id = -1;
+    bool link_was_up = false;  // its memif peer connected at the last check_links()
   };
   struct Conn {
     int fd;
@@ -53,6 +54,9 @@ class Daemon {
   };
 
   void serve_control(const std::vector<pollfd>& fds);
+  void check_links(uint64_t now);
+  void end_cm_of(const Lease& l, const char* why);
+  uint64_t links_checked_ns_ = 0;
   void accept_conns();
   void handle_request(Conn& c);
   std::string do_lease(pid_t pid, const std::string& want, std::string* err);
