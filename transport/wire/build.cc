@@ -19,7 +19,7 @@ H& at(uint8_t* p, size_t off) {
 void write_ext_headers(const PacketHeaders& h, const OpInfo& op, uint8_t* bth) {
   if (op.mask & kHasXrceth) {
     auto& x = at<Xrceth>(bth, op.xrceth);
-    x.resv = 0;
+    x.resv = h.xrceth_resv;
     x.srqn.set(h.xrc_srqn);
   }
   if (op.mask & kHasDeth) {

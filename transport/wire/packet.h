@@ -94,7 +94,8 @@ struct PacketHeaders {
   uint32_t imm_be = 0;  // immediate data in wire byte order (as ibv_wc.imm_data)
   uint32_t ieth_rkey = 0;
   DethFields deth;
-  uint32_t xrc_srqn = 0;                            // XRC requests: the XRCETH's SRQ number
+  uint32_t xrc_srqn = 0;    // XRC requests: the XRCETH's SRQ number
+  uint8_t xrceth_resv = 0;  // and its reserved byte (sent as 0; kept so parsed frames rebuild exactly)
   std::array<uint8_t, sizeof(CnpBody)> cnp_resv{};  // the CNP's reserved bytes (A17.9.3: sent as zeros)
 };
 

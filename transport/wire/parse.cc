@@ -204,7 +204,10 @@ PacketHeaders decode_headers(const ParsedPacket& pkt) {
   if (mask & kHasAtomicAckEth) h.atomic_ack_orig = pkt.atomic_ack_eth().orig.get();
   if (mask & kHasImmDt) std::memcpy(&h.imm_be, pkt.immdt().b, 4);
   if (mask & kHasIeth) h.ieth_rkey = pkt.ieth().rkey.get();
-  if (mask & kHasXrceth) h.xrc_srqn = pkt.xrceth().srqn.get();
+  if (mask & kHasXrceth) {
+    h.xrc_srqn = pkt.xrceth().srqn.get();
+    h.xrceth_resv = pkt.xrceth().resv;
+  }
   if (mask & kHasDeth) h.deth = {pkt.deth().qkey.get(), pkt.deth().src_qp.get(), pkt.deth().resv};
   if (mask & kHasCnpBody) std::memcpy(h.cnp_resv.data(), pkt.ext<CnpBody>(sizeof(Bth)).resv, sizeof(CnpBody));
   return h;
