@@ -39,3 +39,17 @@ PY
 
 #   ms_since T0            - milliseconds since T0 (a `date +%s%N` value).
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+#   kill_server_and_wait PATTERN WHAT - SIGKILLs the server ($spid), waits up to 10 s for PATTERN in the
+#                          client's log ($dir/client.log), then up to 10 s for the client ($cpid) to exit; sets
+#                          ms to the time from the kill to PATTERN. Calls the test's fail on a timeout.
+kill_server_and_wait() {
+  kill -9 $spid
+  local t0
+  t0=$(date +%s%N)
+  wait $spid 2>/dev/null
+  spid=
+  wait_for 10 log_has "$dir/client.log" "$1" || fail "$2: no '$1' within 10 s"
+  ms=$(ms_since $t0)
+  wait_for 10 eval '! kill -0 $cpid 2>/dev/null' || fail "$2: the client did not exit"
+}

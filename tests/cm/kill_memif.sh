@@ -39,13 +39,7 @@ start_client() {  # N ARGS...
   cpid=$!
 }
 kill_server_then_wait() {  # PATTERN WHAT: kills the server, waits for PATTERN in the client's output
-  kill -9 $spid
-  t0=$(date +%s%N)
-  wait $spid 2>/dev/null
-  spid=
-  wait_for 10 log_has "$dir/client.log" "$1" || fail "$2: no '$1' within 10 s"
-  ms=$(ms_since $t0)
-  wait_for 10 eval '! kill -0 $cpid 2>/dev/null' || fail "$2: the client did not exit"
+  kill_server_and_wait "$1" "$2"
   cpid=
   echo "== $2: '$1' $ms ms after the kill"
   [ "$ms" -lt 2000 ] || fail "$2: took $ms ms"
