@@ -54,6 +54,13 @@ cm::Rtu rtu() {
   return r;
 }
 
+// REQ, REP and RTU between A (active) and B go by: an established connection.
+void establish(CmTracker& t) {
+  see(t, gsi(kA, kB, req()));
+  see(t, gsi(kB, kA, rep()));
+  see(t, gsi(kA, kB, rtu()));
+}
+
 // The one frame end_all sent, decoded; checks it goes from `from` to `to`.
 cm::CmMad sent_one(CmTracker& t, const cm::Gid& dead, const cm::Gid& to) {
   const auto frames = t.end_all(dead);
@@ -74,9 +81,7 @@ cm::CmMad sent_one(CmTracker& t, const cm::Gid& dead, const cm::Gid& to) {
 
 TEST(CmTrack, EstablishedPassiveDeathSendsDreqToTheActiveSide) {
   CmTracker t(5);
-  see(t, gsi(kA, kB, req()));
-  see(t, gsi(kB, kA, rep()));
-  see(t, gsi(kA, kB, rtu()));
+  establish(t);
   EXPECT_EQ(t.size(), 1u);
   EXPECT_TRUE(t.end_all(wire::ipv4_mapped(0x7F010003)).empty()) << "another process";
   const cm::CmMad m = sent_one(t, kB, kA);
@@ -90,9 +95,7 @@ TEST(CmTrack, EstablishedPassiveDeathSendsDreqToTheActiveSide) {
 
 TEST(CmTrack, EstablishedActiveDeathSendsDreqToThePassiveSide) {
   CmTracker t(5);
-  see(t, gsi(kA, kB, req()));
-  see(t, gsi(kB, kA, rep()));
-  see(t, gsi(kA, kB, rtu()));
+  establish(t);
   const cm::CmMad m = sent_one(t, kA, kB);
   const auto* d = std::get_if<cm::Dreq>(&m.body);
   ASSERT_NE(d, nullptr);
@@ -156,9 +159,7 @@ TEST(CmTrack, RejAndDrepEndAnEntryADreqWaitsForItsDrep) {
   }
   for (bool from_passive : {false, true}) {
     CmTracker t(5);
-    see(t, gsi(kA, kB, req()));
-    see(t, gsi(kB, kA, rep()));
-    see(t, gsi(kA, kB, rtu()));
+    establish(t);
     cm::Dreq d;
     d.local_comm_id = from_passive ? kCommB : kCommA;
     d.remote_comm_id = from_passive ? kCommA : kCommB;
@@ -178,9 +179,7 @@ TEST(CmTrack, RejAndDrepEndAnEntryADreqWaitsForItsDrep) {
 TEST(CmTrack, ADreqReceiverThatDiesAnswersWithTheDrep) {
   for (bool from_passive : {false, true}) {
     CmTracker t(5);
-    see(t, gsi(kA, kB, req()));
-    see(t, gsi(kB, kA, rep()));
-    see(t, gsi(kA, kB, rtu()));
+    establish(t);
     cm::Dreq d;
     d.local_comm_id = from_passive ? kCommB : kCommA;
     d.remote_comm_id = from_passive ? kCommA : kCommB;
@@ -195,9 +194,7 @@ TEST(CmTrack, ADreqReceiverThatDiesAnswersWithTheDrep) {
   }
   // The DREQ's sender dying sends nothing: its peer answers a dead address.
   CmTracker t(5);
-  see(t, gsi(kA, kB, req()));
-  see(t, gsi(kB, kA, rep()));
-  see(t, gsi(kA, kB, rtu()));
+  establish(t);
   cm::Dreq d;
   d.local_comm_id = kCommA;
   d.remote_comm_id = kCommB;
