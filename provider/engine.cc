@@ -100,7 +100,6 @@ Engine::Engine(const EngineConfig& cfg) {
   tap_ = std::make_unique<CaptureTap>(port_.get());
   dev_ = std::make_unique<Device>(cfg.device, tap_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
-  sleeper_ = std::make_unique<Sleeper>(wake_fd_);
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
 }
@@ -231,6 +230,11 @@ void Engine::run() {
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
   // Naps of microseconds must not be stretched by the default 50 us timer slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  // The io_uring is set up and torn down here, on the only thread that uses it. The kernel links a ring to
+  // the thread that creates it, and when the ring is closed it queues work for that thread that interrupts
+  // whatever blocking call the thread is in: an application thread that opened the device would see its
+  // epoll_wait fail with EINTR, no signal sent (libfabric's fi_eq_sread returned -4 that way).
+  sleeper_ = std::make_unique<Sleeper>(wake_fd_);
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
@@ -288,6 +292,7 @@ void Engine::run() {
     if (backoff && !fired) continue;  // nothing woke us: keep backing off
     last_work = clock_.now_ns();
   }
+  sleeper_.reset();  // on this thread too (above)
 }
 
 uint32_t Engine::pass_locked() {

@@ -2,6 +2,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -342,6 +345,33 @@ TEST(Lifecycle, CloseDeviceLeavesNoFdOrThreadBehind) {
   }
   EXPECT_EQ(count_entries("/proc/self/fd"), fds);
   EXPECT_EQ(count_entries("/proc/self/task"), threads);
+}
+
+// The device's progress thread sleeps in an io_uring. Had the thread that opens the device created that
+// ring, closing the device would make the kernel queue exit work for that thread, interrupting its next
+// blocking call: epoll_wait fails with EINTR though no signal was sent (libfabric's fi_eq_sread saw -4
+// right after its probe closed a device). Each round waits 200 ms in epoll_wait on an fd that never becomes
+// readable: it must time out, not fail.
+TEST(Lifecycle, ClosingTheDeviceDoesNotInterruptTheThreadThatOpenedIt) {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  const int ev = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(ep, 0);
+  ASSERT_GE(ev, 0);
+  epoll_event in{};
+  in.events = EPOLLIN;
+  ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, ev, &in), 0);
+  for (int round = 0; round < 5; ++round) {
+    ibv_context* ctx = open_uroce();
+    ASSERT_NE(ctx, nullptr);
+    ASSERT_EQ(ibv_close_device(ctx), 0);
+    epoll_event out{};
+    const int n = epoll_wait(ep, &out, 1, 200);
+    const int err = errno;
+    EXPECT_EQ(n, 0) << "round " << round << ": epoll_wait "
+                    << (n < 0 ? std::strerror(err) : "returned an event");
+  }
+  close(ev);
+  close(ep);
 }
 
 }  // namespace
