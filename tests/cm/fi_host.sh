@@ -6,8 +6,7 @@
 # devices through the non-loopback interface addresses, so this runs in a network namespace this script
 # creates, whose interface (one end of a veth pair) has 10.215.0.1 and which has its own uroced; nothing
 # leaves it. The namespace is deleted whatever happens.
-# Exits 77 when not root, without `ip netns`, or without libfabric-bin. Not a ctest entry yet: in 1 of 6
-# runs a fi_pingpong ended with fi_eq_sread() -4 (EINTR), not yet explained.
+# Exits 77 when not root, without `ip netns`, or without libfabric-bin.
 set -u
 uroce=$1 uroced=$2
 if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
