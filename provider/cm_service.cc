@@ -617,7 +617,22 @@ void CmService::deliver(const cm::Event& ev) {
       with_private(cm::kRejPrivateLen);
       g_shim.push_event(id, type, ev.status, &p, sizeof p, nullptr);
       return;
-    default:  // UNREACHABLE, DISCONNECTED, TIMEWAIT_EXIT
+    case cm::EventType::kDisconnected:
+      // The peer's DREQ is answered now, before the application hears of it. The kernel answers when the
+      // application calls rdma_disconnect or destroys the id, or when the process dies (its rdma_cm file
+      // closes); a process of ours that dies takes its CM with it, and with no uroced to answer for it
+      // (a direct memif pair, af_packet) the peer would wait out its DREQ's retries. A DREP sent through
+      // the rdma_cm carries no private data, so nothing is lost by sending it early; the application's
+      // own rdma_disconnect then finds nothing to send. The device's pass puts it on the wire at once: an
+      // application that crashes right after the event (Debian's qperf 0.4.11 server does) must not take
+      // it along unsent.
+      if (agent_->state(ev.id) == cm::CmState::kDreqRcvd && agent_->disconnect(ev.id) == 0) {
+        flush_locked();
+        engine_->dev().progress();
+      }
+      g_shim.push_event(id, type, ev.status, nullptr, 0, nullptr);
+      return;
+    default:  // UNREACHABLE, TIMEWAIT_EXIT
       g_shim.push_event(id, type, ev.status, nullptr, 0, nullptr);
       return;
   }
