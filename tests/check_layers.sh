@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Layer rules (DESIGN.md), by grep; the build enforces the first one too (uroce_pure_layer, layer_rules_build).
+# Layer rules (DESIGN.md), by grep; the build enforces both too (uroce_pure_layer and uroce_layer in the top
+# CMakeLists.txt, whose table of allowed folders must match the one below; layer_rules_build).
 #   1. transport/ and cc/ include neither DPDK nor libibverbs/librdmacm headers.
 #   2. Project includes go downwards only:
 #        cc/        -> cc/
