@@ -1,4 +1,4 @@
-// Simulated congestion-control outcomes (issue 6, done-when 2), in virtual time on the fabric model:
+// Simulated congestion-control outcomes, each against its criterion, in virtual time on the fabric model:
 // DCQCN in a 16:1 incast at 100 Gb/s, PFC only vs DCQCN + PFC, two flows converging, HPCC in the same
 // incast. The baseline, measured in the same run, is the same incast with PFC alone (no congestion
 // control). Deterministic: one seed, the same binary prints the same table.
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   if (have_hpcc) h = run("hpcc-incast").at(0).summary;
 
   std::printf(
-      "\nDone-when 2                                              measured            criterion  met\n");
+      "\nOutcome                                                  measured            criterion  met\n");
   std::printf("DCQCN 16:1 bottleneck utilisation                        %6.1f%%             >= 95%%     %s\n",
               100 * d.utilisation, verdict(d.utilisation >= 0.95));
   std::printf("DCQCN 16:1 Jain fairness                                 %6.3f              >= 0.95    %s\n",

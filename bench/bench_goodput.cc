@@ -1,4 +1,4 @@
-// Simulated RC goodput against packet loss (transport issue, done-when 4): 1 MiB RDMA WRITEs, 4 KiB MTU,
+// Simulated RC goodput against packet loss: 1 MiB RDMA WRITEs, 4 KiB MTU,
 // 16 in flight, on a 100 Gb/s link with 1 us propagation delay, in virtual time. Every figure is printed as
 // a ratio to the lossless run measured in the same invocation. Deterministic: the same binary prints the
 // same table.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_verbs_memif.sh [BUILD_DIR] - unmodified perftest between two processes over a direct DPDK memif pair,
-# beside baselines measured in the same run (issue 5, "Done when" 3):
+# beside baselines measured in the same run:
 #   raw memif      bench_memif: throughput at 4096-byte frames (the frames ib_write_bw 64 KiB sends with MTU
 #                  4096) and 64-byte ping-pong round trips, between two DpdkPorts on two pinned threads;
 #   TCP loopback   sockperf ping-pong, 14-byte messages (one-way latency, as sockperf reports it);

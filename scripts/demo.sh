@@ -85,7 +85,7 @@ uroce_abs=$(realpath "$uroce") uroced_abs=$(realpath build/release/tools/uroced/
 rm -rf "$demo_dir"
 
 echo
-echo "== 7. Congestion control in the deterministic simulator (DCQCN, HPCC, PFC; issue 6 criteria)"
+echo "== 7. Congestion control in the deterministic simulator (DCQCN, HPCC, PFC)"
 build/release/bench/bench_cc_sim || true
 
 echo

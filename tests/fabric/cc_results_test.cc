@@ -1,5 +1,5 @@
-// The simulated outcomes of issue 6, "Done when" 2, asserted on the deterministic simulation (virtual time,
-// one seed): the same runs bench_cc_sim prints and docs/cc-results.md records.
+// The congestion-control outcomes the README and docs/cc-results.md claim, asserted on the deterministic
+// simulation (virtual time, one seed): the same runs bench_cc_sim prints and docs/cc-results.md records.
 #include <gtest/gtest.h>
 
 #include "tools/exp/runner.h"

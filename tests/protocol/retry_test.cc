@@ -1,4 +1,4 @@
-// Done-when 3 of the transport issue, and the local ACK timeout around it (IBA 9.7.6.1.3, C9-140): a peer
+// Retry exhaustion and the local ACK timeout around it (IBA 9.7.6.1.3, C9-140): a peer
 // that disappears gets retry_cnt retransmissions spaced by 4.096 us * 2^timeout of virtual time, then the
 // oldest WQE completes with RETRY_EXC_ERR and every remaining one with WR_FLUSH_ERR.
 #include <gtest/gtest.h>

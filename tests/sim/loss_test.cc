@@ -1,4 +1,4 @@
-// Done-when 2 of the transport issue: random messages (1 B .. 1 MiB, random SGE layouts) of every
+// Reliability under impairment: random messages (1 B .. 1 MiB, random SGE layouts) of every
 // operation, over links that lose, reorder, duplicate and corrupt packets, complete byte-exact, in order and
 // exactly once. A failure names its seed; UROCE_SIM_SEED=N reruns one seed, UROCE_SIM_MESSAGES=N scales.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cc_realtime.sh UROCE UROCED
-# Congestion control in real time (issue 6, done-when 3): two ib_write_bw pairs run through uroced at once,
+# Congestion control in real time: two ib_write_bw pairs run through uroced at once,
 # every port rate-limited to 1 Gb/s with RED ECN marking, and every device on DCQCN. While they run,
 # `uroce stats --json` on each process must show the notification point at work on the servers (ECN-marked
 # packets seen, CNPs sent) and the reaction point on the clients (CNPs handled, rate changes, the QP's current

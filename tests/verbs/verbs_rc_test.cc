@@ -1,5 +1,5 @@
-// RC, UC and UD data transfer through the public libibverbs API over the uroce provider (issue 4, done-when
-// 2): two contexts of the device in one process, so traffic loops back inside the engine.
+// RC, UC and UD data transfer through the public libibverbs API over the uroce provider: two contexts of the
+// device in one process, so traffic loops back inside the engine.
 #include <gtest/gtest.h>
 
 #include <cstring>
