@@ -21,6 +21,11 @@ namespace {
 constexpr std::string_view kProviderFile = "liburoce-rdmav34.so";
 constexpr std::string_view kProviderSuffix = "-rdmav34.so";
 constexpr std::string_view kShimFile = "liburoce-preload.so";
+#ifdef UROCE_INSTALL_LIBDIR
+constexpr std::string_view kInstallLibDir = UROCE_INSTALL_LIBDIR;  // relative to the prefix
+#else
+constexpr std::string_view kInstallLibDir = "lib";
+#endif
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -56,15 +61,24 @@ Libs find_libs() {
     return l;
   }
   const fs::path exe_dir = self_dir();
+  bool installed = false;
   if (!exe_dir.empty()) {
     const fs::path up = exe_dir.parent_path();
     std::error_code ec;
     if (fs::is_directory(up / "provider", ec) || fs::exists(up / "CMakeCache.txt", ec)) {
       add(up / "provider", up / "provider" / "shim");
     }
+    // `cmake --install` / the .deb (cmake/install.cmake): <prefix>/bin/uroce, the provider in
+    // <prefix>/<libdir>/libibverbs/, the shim in <prefix>/<libdir>/uroce/.
+    const fs::path lib = up / kInstallLibDir;
+    if (fs::is_directory(lib / "uroce", ec) || fs::is_directory(lib / "libibverbs", ec)) {
+      add(lib / "libibverbs", lib / "uroce");
+      installed = true;
+    }
     if (fs::is_directory(up / "lib" / "uroce", ec)) add(up / "lib" / "uroce", up / "lib" / "uroce");
   }
-  add(UROCE_BUILD_PROVIDER_DIR, UROCE_BUILD_SHIM_DIR);
+  // An installed uroce never falls back to the build tree it came from: a broken install must show.
+  if (!installed) add(UROCE_BUILD_PROVIDER_DIR, UROCE_BUILD_SHIM_DIR);
 
   for (auto& l : layouts) {
     l.provider_found = is_file(l.provider);

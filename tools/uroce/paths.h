@@ -30,8 +30,10 @@ struct Libs {
 
 // $UROCE_LIBDIR (both files in one directory) when set. Otherwise looks next to the executable in a build
 // tree (<build>/tools/uroce -> <build>/provider/, <build>/provider/shim/), in an install tree
-// (<prefix>/bin/uroce -> <prefix>/lib/uroce/), then in the build directory this binary was configured
-// with. Returns the first layout that has the provider, else the first that applies.
+// (<prefix>/bin/uroce -> <prefix>/<libdir>/libibverbs/ and <prefix>/<libdir>/uroce/, libdir as installed by
+// cmake/install.cmake, e.g. lib/x86_64-linux-gnu; or both in <prefix>/lib/uroce/), then, unless it runs
+// from an install tree, in the build directory this binary was configured with. Returns the first layout
+// that has the provider, else the first that applies.
 Libs find_libs();
 
 // RDMAV_DRIVERS value for a provider path: the path without the "-rdmav34.so" suffix libibverbs appends.
