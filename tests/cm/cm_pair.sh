@@ -34,13 +34,7 @@ spid=$!
 wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
 
 timeout 30 "$uroce" run -- "${client[@]}" >"$dir/client.log" 2>&1
-crc=$?
-[ $crc = 0 ] || kill $spid 2>/dev/null  # a failed client leaves the server waiting for it
-wait $spid
-src=$?
-spid=
-[ $crc = 0 ] || fail "the client exited $crc"
-[ $src = 0 ] || fail "the server exited $src"
+reap_pair $?
 grep -Eq "$pattern" "$dir/client.log" || fail "the client's output does not match '$pattern'"
 echo "== client: ${client[*]}"; cat "$dir/client.log"
 echo "PASS: ${server[0]} and ${client[0]} connected through the RDMA CM"

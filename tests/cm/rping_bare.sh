@@ -32,13 +32,7 @@ spid=$!
 wait_cm_listen "$dir/server.log" "$spid" || fail "the server never listened"
 
 timeout 30 "$uroce" run -- rping -c -a "$caddr" -p "$port" -v -C "$count" >"$dir/client.log" 2>&1
-crc=$?
-[ $crc = 0 ] || kill $spid 2>/dev/null  # a failed client leaves the server waiting for it
-wait $spid
-src=$?
-spid=
-[ $crc = 0 ] || fail "the client exited $crc"
-[ $src = 0 ] || fail "the server exited $src"
+reap_pair $?
 got=$(grep -c "^ping data: rdma-ping-" "$dir/client.log")
 [ "$got" = "$count" ] || fail "the client printed $got of $count ping data lines"
 # rping -v prints what the peer's RDMA WRITE put in its buffer: the rotating pattern, one shift per ping.

@@ -34,13 +34,7 @@ client() {
 
 start_server 1
 client 1 "$port"
-crc=$?
-[ $crc = 0 ] || kill $spid 2>/dev/null
-wait $spid
-src=$?
-spid=
-[ $crc = 0 ] || fail "the client exited $crc"
-[ $src = 0 ] || fail "the server exited $src"
+reap_pair $?
 [ "$(grep -c '^ping data: rdma-ping-' "$dir/client.log")" = 10 ] || fail "not 10 ping data lines"
 echo "== connected over memif"; cat "$dir/client.log"
 

@@ -67,13 +67,7 @@ dpid=$("$prefix/bin/uroced" --stats 2>/dev/null | head -1 | tr ' ' '\n' | sed -n
 [ "$(readlink "/proc/$dpid/exe")" = "$prefix/bin/uroced" ] ||
   fail "the running uroced is $(readlink "/proc/$dpid/exe"), not the installed one"
 timeout 30 "$uroce" run -- ibv_rc_pingpong -g 0 -n 100 -p $port 127.0.0.1 >"$dir/client.log" 2>&1
-crc=$?
-[ $crc = 0 ] || kill $spid 2>/dev/null
-wait $spid
-src=$?
-spid=
-[ $crc = 0 ] || fail "the client exited $crc"
-[ $src = 0 ] || fail "the server exited $src"
+reap_pair $?
 grep -q "100 iters" "$dir/client.log" || fail "the client did not report 100 iterations"
 echo "== client"; cat "$dir/client.log"
 echo "PASS: the install tree alone runs ibv_devinfo and an ibv_rc_pingpong pair"

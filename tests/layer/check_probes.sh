@@ -7,27 +7,24 @@
 set -u
 build=$1
 bad=0
-for p in verbs rdmacm dpdk; do
-  out=$(cmake --build "$build" --target layer_probe_$p 2>&1)
-  if [ $? -eq 0 ]; then
-    echo "FAIL: layer_probe_$p built: a pure layer could include a forbidden header"; bad=1
-  elif ! grep -q "layer rule: transport/ and cc/ include no DPDK or libibverbs header" <<<"$out"; then
-    echo "FAIL: layer_probe_$p failed, but not on the layer rule:"; echo "$out" | tail -5; bad=1
+# refused PROBE MESSAGE WHY: PROBE must fail to build, with MESSAGE in the compiler's output.
+refused() {
+  local out
+  if out=$(cmake --build "$build" --target "layer_probe_$1" 2>&1); then
+    echo "FAIL: layer_probe_$1 built: $3"; bad=1
+  elif ! grep -qF "$2" <<<"$out"; then
+    echo "FAIL: layer_probe_$1 failed, but not with '$2':"; echo "$out" | tail -5; bad=1
   else
-    echo "layer_probe_$p refused: $(grep -o 'layer rule: [^"]*' <<<"$out" | head -1)"
+    echo "layer_probe_$1 refused: $2"
   fi
+}
+for p in verbs:infiniband/verbs.h rdmacm:rdma/rdma_cma.h dpdk:dpdk/rte_mbuf.h; do
+  refused "${p%%:*}" "layer rule: transport/ and cc/ include no DPDK or libibverbs header (${p#*:})" \
+    "a pure layer could include a forbidden header"
 done
 for p in cc_transport:transport/device.h transport_provider:provider/engine.h \
          transport_runtime:runtime/runtime_dir.h glue_provider:provider/engine.h tools_provider:provider/engine.h; do
-  name=${p%%:*} header=${p#*:}
-  out=$(cmake --build "$build" --target layer_probe_$name 2>&1)
-  if [ $? -eq 0 ]; then
-    echo "FAIL: layer_probe_$name built: its layer could include $header"; bad=1
-  elif ! grep -q "$header: No such file or directory" <<<"$out"; then
-    echo "FAIL: layer_probe_$name failed, but not for want of $header:"; echo "$out" | tail -5; bad=1
-  else
-    echo "layer_probe_$name refused: $header is not on its layer's include path"
-  fi
+  refused "${p%%:*}" "${p#*:}: No such file or directory" "its layer could include ${p#*:}"
 done
 for p in ok layer_ok; do
   if ! out=$(cmake --build "$build" --target layer_probe_$p 2>&1); then

@@ -62,6 +62,19 @@ uroce_netns_pair() {
   done
 }
 
+#   reap_pair CRC              - after a client exited with CRC, with the server running as $spid: stops the
+#                                server when the client failed (it would wait for it), waits for it, clears
+#                                spid, then calls the script's fail() if either exited non-zero.
+reap_pair() {
+  local src
+  [ "$1" = 0 ] || kill "$spid" 2>/dev/null
+  wait "$spid"
+  src=$?
+  spid=
+  [ "$1" = 0 ] || fail "the client exited $1"
+  [ $src = 0 ] || fail "the server exited $src"
+}
+
 #   netns_wait_listen NS PORT PID - wait_listen inside network namespace NS.
 netns_wait_listen() {
   ip netns exec "$1" bash -c ". '${BASH_SOURCE[0]}' && wait_listen '$2' '$3'"
