@@ -61,6 +61,16 @@ void establish(CmTracker& t) {
   see(t, gsi(kA, kB, rtu()));
 }
 
+// An established connection, then a DREQ from the passive side (B) or the active one (A), with `tid`.
+cm::Dreq establish_then_dreq(CmTracker& t, bool from_passive, uint64_t tid = 7) {
+  establish(t);
+  cm::Dreq d;
+  d.local_comm_id = from_passive ? kCommB : kCommA;
+  d.remote_comm_id = from_passive ? kCommA : kCommB;
+  see(t, from_passive ? gsi(kB, kA, d, tid) : gsi(kA, kB, d, tid));
+  return d;
+}
+
 // The one frame end_all sent, decoded; checks it goes from `from` to `to`.
 cm::CmMad sent_one(CmTracker& t, const cm::Gid& dead, const cm::Gid& to) {
   const auto frames = t.end_all(dead);
@@ -159,11 +169,7 @@ TEST(CmTrack, RejAndDrepEndAnEntryADreqWaitsForItsDrep) {
   }
   for (bool from_passive : {false, true}) {
     CmTracker t(5);
-    establish(t);
-    cm::Dreq d;
-    d.local_comm_id = from_passive ? kCommB : kCommA;
-    d.remote_comm_id = from_passive ? kCommA : kCommB;
-    see(t, from_passive ? gsi(kB, kA, d) : gsi(kA, kB, d));
+    const cm::Dreq d = establish_then_dreq(t, from_passive);
     EXPECT_EQ(t.size(), 1u) << "a DREQ from the " << (from_passive ? "passive" : "active") << " side";
     cm::Drep r;
     r.local_comm_id = d.remote_comm_id;
@@ -179,11 +185,7 @@ TEST(CmTrack, RejAndDrepEndAnEntryADreqWaitsForItsDrep) {
 TEST(CmTrack, ADreqReceiverThatDiesAnswersWithTheDrep) {
   for (bool from_passive : {false, true}) {
     CmTracker t(5);
-    establish(t);
-    cm::Dreq d;
-    d.local_comm_id = from_passive ? kCommB : kCommA;
-    d.remote_comm_id = from_passive ? kCommA : kCommB;
-    see(t, from_passive ? gsi(kB, kA, d, 99) : gsi(kA, kB, d, 99));
+    const cm::Dreq d = establish_then_dreq(t, from_passive, 99);
     const cm::Gid receiver = from_passive ? kA : kB, sender = from_passive ? kB : kA;
     const cm::CmMad m = sent_one(t, receiver, sender);
     const auto* r = std::get_if<cm::Drep>(&m.body);
