@@ -3,6 +3,10 @@
 // through libibverbs. Only absolute paths with exactly those prefixes change; libibverbs itself builds
 // its paths from $SYSFS_PATH (or opens relative to a directory fd), so it never matches.
 //
+// The device node libibverbs stats and opens, /dev/infiniband/uroce_verbsN, is answered by /dev/full,
+// the device it stands for (runtime/dev_node.h): so under `uroce run` nobody has to make the node, which
+// needs root (`uroce setup`).
+//
 // Interposed: the calls that take a path, as glibc 2.36 exports them (including the pre-2.33 __xstat
 // family and the _FORTIFY_SOURCE entry points that binaries built against older or hardened headers use).
 #undef _FORTIFY_SOURCE
@@ -21,6 +25,7 @@
 #include "provider/shim/next.h"
 #include "provider/shim/sysfs_env.h"
 #include "provider/shim/ucma.h"
+#include "runtime/dev_node.h"
 
 namespace uroce::shim {
 namespace {
@@ -42,6 +47,10 @@ class Redirect {
  public:
   explicit Redirect(const char* path) : path_(path) {
     size_t root_len = 0;
+    if (path != nullptr && runtime::is_uverbs_node(path)) {
+      if (sysfs_root(&root_len) != nullptr) path_ = runtime::kStandInNode;
+      return;
+    }
     const char* root = under_ib_class(path) ? sysfs_root(&root_len) : nullptr;
     if (root == nullptr) return;
     const size_t tail_len = std::strlen(path + kSysLen);

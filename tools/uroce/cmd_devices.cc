@@ -52,7 +52,12 @@ int cmd_devices(const std::vector<std::string>& args) {
     std::printf("  %s  %s%s  (for %s%u)\n", uverbs_name(i).c_str(), c.state == NodeState::kOk ? "ok: " : "",
                 c.detail.c_str(), std::string(kDevNamePrefix).c_str(), i);
   }
-  std::printf("setup: %s\n", all_ok ? "done" : ("not done: " + setup_instruction()).c_str());
+  std::printf("setup: %s\n",
+              all_ok ? "done"
+                     : ("not done (not needed under 'uroce run', whose shim stands in for the nodes; "
+                        "for programs started without the shim: " +
+                        setup_instruction() + ")")
+                           .c_str());
 
   list_trees();
 

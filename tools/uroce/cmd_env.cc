@@ -15,8 +15,8 @@ int cmd_env(const std::vector<std::string>& args) {
   const Session s = prepare_session(parsed.device, libs);
 
   std::fputs(library_warnings(libs).c_str(), stderr);
-  const auto node = dev_dir() / uverbs_name(parsed.device.index);
-  const NodeCheck c = check_node(node);
+  std::filesystem::path node;
+  const NodeCheck c = check_node_as_run(dev_dir() / uverbs_name(parsed.device.index), libs.shim_found, &node);
   if (c.state != NodeState::kOk) {
     std::fprintf(stderr, "warning: %s: %s: %s\n", node.c_str(), c.detail.c_str(),
                  setup_instruction().c_str());

@@ -62,13 +62,14 @@ int cmd_run(const std::vector<std::string>& raw_args) {
   ParsedArgs parsed = parse_device_args(args, true);
 
   // Without its node libibverbs silently lists no device, which is hard to diagnose from inside CMD.
-  const auto node = dev_dir() / uverbs_name(parsed.device.index);
-  const NodeCheck c = check_node(node);
+  const bool shim = find_libs().shim_found;
+  std::filesystem::path node;
+  const NodeCheck c = check_node_as_run(dev_dir() / uverbs_name(parsed.device.index), shim, &node);
   if (c.state != NodeState::kOk) {
-    std::fprintf(stderr,
-                 "uroce run: %s: %s\n"
-                 "libibverbs lists %s only when that device node is right: %s, then try again.\n",
-                 node.c_str(), c.detail.c_str(), parsed.device.dev.c_str(), setup_instruction().c_str());
+    std::fprintf(stderr, "uroce run: %s: %s\nlibibverbs lists %s only when that device node is right: %s.\n",
+                 node.c_str(), c.detail.c_str(), parsed.device.dev.c_str(),
+                 shim ? "the shim opens it in place of /dev/infiniband/uroce_verbsN, so it must be usable"
+                      : (setup_instruction() + ", then try again").c_str());
     return 1;
   }
 

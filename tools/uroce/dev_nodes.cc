@@ -10,6 +10,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "runtime/dev_node.h"
 #include "tools/uroce/layout.h"
 #include "tools/uroce/paths.h"
 
@@ -80,6 +81,11 @@ std::string ensure_node(const std::filesystem::path& path) {
   }
   if (chmod(path.c_str(), kDevMode) != 0) throw_errno("chmod " + path.string());  // umask-proof
   return replaced.empty() ? "created (char 1:7 mode 0666)" : "replaced (was " + replaced + ")";
+}
+
+NodeCheck check_node_as_run(const std::filesystem::path& node, bool shim, std::filesystem::path* path) {
+  *path = shim ? std::filesystem::path(runtime::kStandInNode) : node;
+  return check_node(*path);
 }
 
 bool setup_done() {

@@ -22,6 +22,11 @@ NodeCheck check_node(const std::filesystem::path& path);
 // Throws std::system_error.
 std::string ensure_node(const std::filesystem::path& path);
 
+// The node a program started by `uroce run` (or with `uroce env`'s environment) will open for
+// `node`: with the preload shim, the shim's stand-in (/dev/full, runtime/dev_node.h), so no setup is
+// needed; without it, `node` itself. `path` is set to the one checked.
+NodeCheck check_node_as_run(const std::filesystem::path& node, bool shim, std::filesystem::path* path);
+
 // All kNumDevNodes nodes under dev_dir() are kOk.
 bool setup_done();
 

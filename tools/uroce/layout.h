@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/dev_node.h"
 #include "transport/params.h"
 
 namespace uroce::tools {
@@ -14,14 +15,13 @@ namespace uroce::tools {
 // uroce_verbs0..3 exist after `uroce setup`; device uroceN uses uroce_verbsN.
 constexpr unsigned kNumDevNodes = 4;
 constexpr std::string_view kDevNamePrefix = "uroce";
-constexpr std::string_view kUverbsPrefix = "uroce_verbs";
-constexpr std::string_view kDefaultDevDir = "/dev/infiniband";
+constexpr std::string_view kUverbsPrefix = runtime::kUverbsPrefix;
+constexpr std::string_view kDefaultDevDir = runtime::kDevDir;
 
-// Every node is a character device equal to /dev/full: opening it gives libibverbs a cmd_fd on which
-// ioctls fail with ENOTTY (so GID queries fall back to sysfs) and writes fail cleanly with ENOSPC.
-constexpr unsigned kDevMajor = 1;
-constexpr unsigned kDevMinor = 7;
-constexpr unsigned kDevMode = 0666;
+// Every node is a character device equal to /dev/full (runtime/dev_node.h says why).
+constexpr unsigned kDevMajor = runtime::kDevMajor;
+constexpr unsigned kDevMinor = runtime::kDevMinor;
+constexpr unsigned kDevMode = runtime::kDevMode;
 
 constexpr std::string_view kDefaultDev = "uroce0";
 constexpr std::string_view kDefaultIp = "127.1.0.1";  // loopback range: needs no interface address
