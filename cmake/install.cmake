@@ -34,6 +34,9 @@ install(TARGETS uroce_preload LIBRARY DESTINATION ${UROCE_INSTALL_LIBDIR}/uroce 
 install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/exp/uroce-exp-realtime DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/uroce)
 file(GLOB _uroce_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_uroce_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The licence, also as Debian's doc/<package>/copyright.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
 
 # The .driver file is written at install time, for the prefix actually installed to (`cmake --install
 # --prefix` may differ from the configured one). Under /usr it goes to /etc/libibverbs.d, the directory
@@ -67,6 +70,7 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME uroce)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "userspace RoCEv2 transport as an rdma-core provider (no kernel module)")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_CONTACT "uroce developers <uroce@localhost>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_INSTALL_PREFIX /usr)  # the CMAKE_INSTALL_PREFIX of the staged install (DESTDIR)

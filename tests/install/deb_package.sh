@@ -31,7 +31,7 @@ dpkg-deb -c "$deb" >"$dir/contents.log" || fail "dpkg-deb -c failed"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 for f in ./usr/bin/uroce ./usr/bin/uroced "./usr/lib/$multiarch/libibverbs/liburoce-rdmav34.so" \
   "./usr/lib/$multiarch/uroce/liburoce-preload.so" ./etc/libibverbs.d/uroce.driver \
-  ./usr/share/doc/uroce/README.md; do
+  ./usr/share/doc/uroce/README.md ./usr/share/doc/uroce/copyright; do
   awk '{print $6}' "$dir/contents.log" | grep -qxF "$f" || fail "$f is not in the package"
 done
 awk '{print $6}' "$dir/contents.log" | grep -E '_test$|/bench_|tests/' && fail "test or benchmark files packaged"
@@ -56,14 +56,13 @@ grep -qx "export RDMAV_DRIVERS=$root/usr/lib/$multiarch/libibverbs/liburoce" "$d
   fail "the packaged uroce does not name the packaged provider"
 grep -qx "export LD_PRELOAD=$root/usr/lib/$multiarch/uroce/liburoce-preload.so" "$dir/env.log" ||
   fail "the packaged uroce does not preload the packaged shim"
-if command -v ibv_devinfo >/dev/null &&
-  [ "$(stat -c '%F %t:%T' /dev/infiniband/uroce_verbs0 2>/dev/null)" = "character special file 1:7" ]; then
+if command -v ibv_devinfo >/dev/null; then
   timeout 20 "$root/usr/bin/uroce" run -- ibv_devinfo >"$dir/devinfo.log" 2>&1 ||
     fail "the packaged uroce run -- ibv_devinfo failed"
   grep -q "hca_id:.*uroce0" "$dir/devinfo.log" || fail "ibv_devinfo lists no uroce device"
   echo "the unpacked package runs ibv_devinfo"
 else
-  echo "no ibv_devinfo or no device nodes: the unpacked package's ibv_devinfo run is left out"
+  echo "no ibv_devinfo: the unpacked package's ibv_devinfo run is left out"
 fi
 
 echo "== dpkg-deb -I"; cat "$dir/info.log"

@@ -32,8 +32,7 @@ unset OLDPWD UROCE_LIBDIR UROCED UROCE_PORT UROCE_DEV UROCE_SYSFS SYSFS_PATH RDM
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export XDG_RUNTIME_DIR=$dir/run
 mkdir -m 700 "$XDG_RUNTIME_DIR"
-uroce=$prefix/bin/uroce
-uroce_require_setup "$uroce"
+uroce=$prefix/bin/uroce  # no `uroce setup`: the installed shim stands in for the device node
 
 # The tree.
 lib=$(cd "$prefix" && ls -d lib/*/libibverbs 2>/dev/null | head -1)
