@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "tools/uroce/layout.h"
+#include "tools/uroce/verbs_abi.h"
 
 namespace uroce::tools {
 namespace {
@@ -91,6 +92,7 @@ std::string library_warnings(const Libs& libs) {
     out += "warning: preload shim " + libs.shim.string() +
            " not found: completion channels and /sys/class/infiniband redirection are off\n";
   }
+  if (const std::string abi = verbs_abi_problem(); !abi.empty()) out += "warning: " + abi + "\n";
   return out;
 }
 
