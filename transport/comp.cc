@@ -25,7 +25,7 @@ uint32_t expected_response(const SendWqe& w, uint32_t mtu) {
 
 void Qp::arm_retry_timer() {
   // Local ACK timeout 4.096 us * 2^timeout (IBA ch. 9, local ACK timeout); 0 means the timer is disabled.
-  retry_deadline_ = attr_.timeout ? dev_->now() + (4096ull << attr_.timeout) : kNever;
+  comp_.retry_deadline = attr_.timeout ? dev_->now() + (4096ull << attr_.timeout) : kNever;
 }
 
 void Qp::on_response(const ParsedPacket& pkt) {
@@ -49,10 +49,10 @@ void Qp::on_response(const ParsedPacket& pkt) {
 
 // Marks complete every SEND/WRITE up to and including `psn`. A READ or ATOMIC inside that range whose
 // response has not (fully) arrived means the response was lost (an implicit NAK): the requester re-sends it,
-// and una_ stops there. Returns true when it rewound the requester that way. `rtt_ns` is the RTT sample the
-// acknowledgement gives CC when it advances (0: none).
+// and comp_.una stops there. Returns true when it rewound the requester that way. `rtt_ns` is the RTT sample
+// the acknowledgement gives CC when it advances (0: none).
 bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
-  const uint32_t old_una = una_;
+  const uint32_t old_una = comp_.una;
   uint32_t new_una = psn_add(psn, 1);
   bool rewound = false;
   for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
@@ -68,18 +68,18 @@ bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
       break;
     }
     w.state = WqeState::kDone;
-    if (consumes_recv_wqe(w.opcode)) --credit_msgs_out_;
+    if (consumes_recv_wqe(w.opcode)) --req_.credit_msgs_out;
   }
-  if (psn_diff(new_una, una_) > 0) una_ = new_una;
-  if (una_ != old_una) {
-    retry_left_ = attr_.retry_cnt;  // forward progress resets the retry budgets
-    rnr_retry_left_ = attr_.rnr_retry;
+  if (psn_diff(new_una, comp_.una) > 0) comp_.una = new_una;
+  if (comp_.una != old_una) {
+    comp_.retry_left = attr_.retry_cnt;  // forward progress resets the retry budgets
+    comp_.rnr_retry_left = attr_.rnr_retry;
     const uint64_t acked =
-        acked_bytes(psn_add(una_, kPsnMask), static_cast<uint32_t>(psn_diff(una_, old_una)));
-    inflight_bytes_ = inflight_bytes_ > acked ? inflight_bytes_ - acked : 0;
+        acked_bytes(psn_add(comp_.una, kPsnMask), static_cast<uint32_t>(psn_diff(comp_.una, old_una)));
+    req_.inflight_bytes = req_.inflight_bytes > acked ? req_.inflight_bytes - acked : 0;
     cc_->on_ack(dev_->now(), acked, rtt_ns);
-    if (una_ == psn_hw_) {
-      retry_deadline_ = kNever;
+    if (comp_.una == req_.psn_hw) {
+      comp_.retry_deadline = kNever;
     } else {
       arm_retry_timer();
     }
@@ -89,11 +89,11 @@ bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
 }
 
 void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
-  if (psn_diff(psn, psn_hw_) >= 0) {  // acknowledges a PSN never sent
+  if (psn_diff(psn, req_.psn_hw) >= 0) {  // acknowledges a PSN never sent
     dev_->cnt().add(Counter::kGhostResponse);
     return;
   }
-  if (psn_diff(psn, una_) < -1) {  // older than what is already acknowledged
+  if (psn_diff(psn, comp_.una) < -1) {  // older than what is already acknowledged
     dev_->cnt().add(Counter::kDuplicateResponse);
     return;
   }
@@ -101,8 +101,8 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
   switch (aeth_kind(aeth)) {
     case AethKind::kAck:
       comp_acknowledge_through(psn, rtt_sample(psn));
-      credits_ = value == 31 ? -1 : aeth_credit_count(value) - static_cast<int64_t>(credit_msgs_out_);
-      if (credits_ < -1) credits_ = 0;
+      req_.credits = value == 31 ? -1 : aeth_credit_count(value) - static_cast<int64_t>(req_.credit_msgs_out);
+      if (req_.credits < -1) req_.credits = 0;
       return;
     case AethKind::kRnrNak: {
       ++cnt_.rnr_naks_rcvd;
@@ -110,11 +110,11 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
       cc_->on_nak(dev_->now());
       const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));  // everything before psn
       if (attr_.rnr_retry != 7) {  // 7 means retry forever (IBA ch. 9, RNR NAK)
-        if (rnr_retry_left_ == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
-        --rnr_retry_left_;
+        if (comp_.rnr_retry_left == 0) return comp_fatal(WcStatus::kRnrRetryExcErr);
+        --comp_.rnr_retry_left;
       }
-      rnr_until_ = dev_->now() + rnr_timer_ns(value);
-      retry_deadline_ = kNever;
+      req_.rnr_until = dev_->now() + rnr_timer_ns(value);
+      comp_.retry_deadline = kNever;
       if (!rewound) comp_rewind(psn);
       return;
     }
@@ -147,14 +147,14 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
 void Qp::comp_implicit_nak(uint32_t expect, uint32_t psn) {
   ++cnt_.out_of_sequence;
   dev_->cnt().add(Counter::kImplicitNak);
-  if (rewound_at_ == expect) {
-    const bool same_round = psn_diff(psn, gap_psn_) > 0;
-    gap_psn_ = psn;
-    if (same_round || !resent_) return;
+  if (comp_.go_back != GoBack::kNone && comp_.rewound_at == expect) {
+    const bool same_round = psn_diff(psn, comp_.gap_psn) > 0;
+    comp_.gap_psn = psn;
+    if (same_round || comp_.go_back != GoBack::kResent) return;
   }
-  rewound_at_ = expect;
-  gap_psn_ = psn;
-  resent_ = false;
+  comp_.go_back = GoBack::kRewound;
+  comp_.rewound_at = expect;
+  comp_.gap_psn = psn;
   comp_rewind(expect);
 }
 
@@ -162,7 +162,7 @@ void Qp::comp_implicit_nak(uint32_t expect, uint32_t psn) {
 // response for a later one means a response of the oldest was lost (implicit NAK) but is still placed, so
 // the go-back-N round that follows need not fetch it again. Returns nullptr after counting anything else.
 SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
-  if (psn_diff(psn, psn_hw_) >= 0) {
+  if (psn_diff(psn, req_.psn_hw) >= 0) {
     dev_->cnt().add(Counter::kGhostResponse);
     return nullptr;
   }
@@ -182,7 +182,8 @@ SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
       return nullptr;
     }
     if (&w != oldest) comp_implicit_nak(oldest_expect, psn);
-    if (rewound_at_ == expect) rewound_at_ = UINT32_MAX;  // the lost response has come back
+    if (comp_.go_back != GoBack::kNone && comp_.rewound_at == expect)
+      comp_.go_back = GoBack::kNone;  // the lost response has come back
     *oldest_out = &w == oldest;
     return &w;
   }
@@ -194,8 +195,8 @@ SendWqe* Qp::comp_match_response(uint32_t psn, bool read, bool* oldest_out) {
 void Qp::comp_rd_atomic_done(SendWqe& w, bool oldest) {
   w.state = WqeState::kDone;
   if (!oldest) return;  // completes in order, after the older ones (and still counts as outstanding)
-  una_ = psn_add(last_psn(w), 1);
-  if (una_ == psn_hw_) retry_deadline_ = kNever;
+  comp_.una = psn_add(last_psn(w), 1);
+  if (comp_.una == req_.psn_hw) comp_.retry_deadline = kNever;
   comp_retire();
 }
 
@@ -224,8 +225,8 @@ void Qp::comp_read_response(const ParsedPacket& pkt) {
   if (oldest) {
     // The response acknowledges every request before the READ, and is progress.
     comp_acknowledge_through(psn_add(w->first_psn, kPsnMask));
-    if (psn_diff(psn_add(psn, 1), una_) > 0) una_ = psn_add(psn, 1);
-    retry_left_ = attr_.retry_cnt;
+    if (psn_diff(psn_add(psn, 1), comp_.una) > 0) comp_.una = psn_add(psn, 1);
+    comp_.retry_left = attr_.retry_cnt;
     arm_retry_timer();
   }
   if (m & kEndsMessage) comp_rd_atomic_done(*w, oldest);
@@ -241,7 +242,7 @@ void Qp::comp_atomic_ack(const ParsedPacket& pkt) {
   cc_->on_ack(dev_->now(), 8, rtt_sample(psn));
   if (oldest) {
     comp_acknowledge_through(psn_add(psn, kPsnMask));
-    retry_left_ = attr_.retry_cnt;
+    comp_.retry_left = attr_.retry_cnt;
     arm_retry_timer();
   }
   comp_rd_atomic_done(*w, oldest);
@@ -259,7 +260,7 @@ void Qp::comp_retire() {
     // A READ or ATOMIC stops counting against max_rd_atomic only now, retired in order: until then an older
     // one may be asked again, and the responder must still hold its saved resource (it keeps one per
     // outstanding request and reuses them in turn, so a new READ sent earlier would have replaced it).
-    if (is_rd_atomic(w.opcode)) --rd_atomic_out_;
+    if (is_rd_atomic(w.opcode)) --req_.rd_atomic_out;
     complete_send(w, WcStatus::kSuccess);
     ++comp_idx_;
   }
@@ -269,9 +270,9 @@ void Qp::comp_retire() {
   }
   // Everything before the oldest WQE still open is acknowledged (some were answered out of order).
   const bool open = comp_idx_ != post_idx_ && sq_at(comp_idx_).state != WqeState::kPosted;
-  const uint32_t floor = open ? expected_response(sq_at(comp_idx_), mtu()) : psn_hw_;
-  if (psn_diff(floor, una_) > 0) una_ = floor;
-  if (una_ == psn_hw_) retry_deadline_ = kNever;
+  const uint32_t floor = open ? expected_response(sq_at(comp_idx_), mtu()) : req_.psn_hw;
+  if (psn_diff(floor, comp_.una) > 0) comp_.una = floor;
+  if (comp_.una == req_.psn_hw) comp_.retry_deadline = kNever;
   sqd_check_drained();
 }
 
@@ -285,8 +286,8 @@ void Qp::comp_rewind(uint32_t psn) {
     if (w.opcode == WrOpcode::kRdmaRead) k = std::max(k, static_cast<uint32_t>(w.read_done / mtu()));
     send_idx_ = i;
     send_pkt_ = k;
-    inflight_bytes_ = 0;
-    pkts_since_ackreq_ = 0;
+    req_.inflight_bytes = 0;
+    req_.pkts_since_ackreq = 0;
     return;
   }
 }
@@ -311,14 +312,14 @@ void Qp::on_timer(uint64_t now) {
     cc_->on_timer(now);
     cc_account();
   }
-  if (retry_deadline_ > now) return;
-  retry_deadline_ = kNever;
-  if (una_ == psn_hw_ || error()) return;
+  if (comp_.retry_deadline > now) return;
+  comp_.retry_deadline = kNever;
+  if (comp_.una == req_.psn_hw || error()) return;
   ++cnt_.timeouts;
   dev_->cnt().add(Counter::kTimeouts);
-  if (retry_left_ == 0) return comp_fatal(WcStatus::kRetryExcErr);
-  --retry_left_;
-  comp_rewind(una_);
+  if (comp_.retry_left == 0) return comp_fatal(WcStatus::kRetryExcErr);
+  --comp_.retry_left;
+  comp_rewind(comp_.una);
   arm_retry_timer();  // counts from the re-send (re-armed by it), or again if nothing could be re-sent
 }
 

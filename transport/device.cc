@@ -197,8 +197,8 @@ int Device::destroy_srq(Srq* srq) {
       qp->init_.srq = nullptr;
       qp->init_.recv_cq = nullptr;
       qp->pd_ = nullptr;
-      qp->have_wqe_ = false;
-      qp->in_msg_ = Qp::InMsg::kNone;
+      qp->resp_.wqe.reset();
+      qp->resp_.msg = RespMsg::kIdle;
     }
   }
   erase_owned(srqs_, srq);

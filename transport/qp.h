@@ -16,6 +16,7 @@
 #include "transport/counters.h"
 #include "transport/cq.h"
 #include "transport/mr.h"
+#include "transport/qp_roles.h"
 #include "transport/recv_queue.h"
 #include "transport/verbs_types.h"
 #include "transport/wire/packet.h"
@@ -76,33 +77,6 @@ struct SendWqe {
   uint32_t xrc_srqn = 0;  // XRC initiator: the SRQ at the target
 };
 
-// A queued response of the responder. Responses leave in PSN order, so an ACK never overtakes the READ
-// responses before it (the requester would take it as an implicit NAK of the READ).
-struct RespJob {
-  enum Kind : uint8_t { kAck, kNak, kRead, kAtomicAck } kind = kAck;
-  bool duplicate = false;  // kRead/kAtomicAck answering a re-sent request: uses the original's resource
-  uint8_t syndrome = 0;    // kAck: filled at send time with credits; kNak: the NAK code
-  uint32_t psn = 0;        // kRead: PSN of the next response packet
-  uint32_t msn = 0;
-  // kRead
-  uint64_t va = 0;
-  uint64_t left = 0;  // bytes still to send
-  uint32_t rkey = 0;
-  bool first = true;
-  // kAtomicAck
-  uint64_t orig = 0;
-};
-
-// Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
-// from (READs are re-executed, ATOMICs answered with the saved result, never re-applied).
-struct RdAtomicRes {
-  bool valid = false;
-  bool is_atomic = false;
-  uint32_t psn = 0;
-  uint32_t last_psn = 0;
-  uint64_t orig = 0;
-};
-
 struct QpCounters {
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t retransmits = 0, timeouts = 0, rnr_naks_rcvd = 0, rnr_naks_sent = 0;
@@ -142,9 +116,9 @@ class Qp {
   Counter check_source(const wire::ParsedPacket& pkt) const;
   void on_request(const wire::ParsedPacket& pkt);   // resp.cc
   void on_response(const wire::ParsedPacket& pkt);  // comp.cc
-  void on_cnp();
-  void on_timer(uint64_t now);         // comp.cc
-  uint32_t transmit(uint32_t budget);  // responses, then requests: packets sent
+  void on_cnp();                                    // tx.cc
+  void on_timer(uint64_t now);                      // comp.cc
+  uint32_t transmit(uint32_t budget);               // tx.cc: responses, then requests: packets sent
   bool has_tx_work() const;
   uint64_t next_timer() const;    // when on_timer must run: retransmit and CC timers
   uint64_t next_tx_time() const;  // when transmit() could send (0: now; kNever: waits for a response)
@@ -169,8 +143,9 @@ class Qp {
 
   // req.cc
   uint32_t req_transmit(uint32_t budget);
-  bool req_blocked(const SendWqe& w) const;  // by fence, max_rd_atomic, credits or SQ drain
-  bool req_ready() const;                    // could send a packet now, time aside
+  ReqWait req_blocked(const SendWqe& w) const;  // by SQ drain, fence, max_rd_atomic or credits
+  ReqWait req_wait() const;                     // why no packet can be sent now, time aside (or kNone)
+  bool req_ready() const { return req_wait() == ReqWait::kNone; }
   bool req_send_packet(SendWqe& w);
   int validate_local(const SendWqe& w) const;
   void start_wqe(SendWqe& w);
@@ -253,26 +228,12 @@ class Qp {
   uint32_t sq_mask_ = 0;
   uint32_t post_idx_ = 0, send_idx_ = 0, comp_idx_ = 0, send_pkt_ = 0;
 
-  // Requester and completer.
-  uint32_t npsn_ = 0;           // next PSN not yet assigned to a WQE
-  uint32_t psn_hw_ = 0;         // one past the highest PSN ever transmitted (to count retransmissions)
-  uint32_t una_ = 0;            // oldest PSN not acknowledged
-  uint32_t rd_atomic_out_ = 0;  // READ/ATOMIC WQEs sent and not yet retired (completed in order)
-  uint32_t pkts_since_ackreq_ = 0;
-  uint8_t retry_left_ = 0;
-  uint8_t rnr_retry_left_ = 0;
-  uint64_t retry_deadline_ = UINT64_MAX;  // local ACK timeout
-  uint64_t rnr_until_ = 0;                // no transmission before this (RNR NAK back-off)
-  int64_t credits_ = 0;                   // end-to-end credits left; < 0 = no limit advertised
-  uint32_t credit_msgs_out_ = 0;          // WQE-consuming messages sent and not acknowledged
-  uint32_t rewound_at_ = UINT32_MAX;      // PSN an implicit NAK last rewound to
-  uint32_t gap_psn_ = 0;                  // the latest response PSN seen beyond rewound_at_
-  bool resent_ = false;                   // rewound_at_ has been transmitted again since
-  // Pacer: when the last paced frame started and its length (see pace_next(), tx.cc).
+  Requester req_;   // req.cc
+  Completer comp_;  // comp.cc
+  // Shared by the roles (tx.cc). The pacer: when the last paced frame started and its length (pace_next()).
   uint64_t pace_start_ns_ = 0;
   uint32_t pace_len_ = 0;
   uint64_t emitted_ns_ = 0;  // when emit() last handed a frame to the device (the send time rtt_sent records)
-  uint64_t inflight_bytes_ = 0;
   // First-transmission times of recent request PSNs, indexed by PSN % kRttRing (RC only).
   struct RttSlot {
     uint32_t psn = UINT32_MAX;
@@ -285,30 +246,9 @@ class Qp {
   uint64_t acked_bytes_ = 0;  // how many of them acknowledgements covered
   uint64_t cc_changes_seen_ = 0;
 
-  // Responder.
+  // Responder (resp.cc); its receive queue is the QP's own, or the SRQ's.
   std::unique_ptr<RecvQueue> rq_;
-  uint32_t epsn_ = 0;
-  uint32_t msn_ = 0;
-  bool nak_sent_ = false;     // a sequence-error NAK is out for epsn_
-  uint32_t nak_gap_psn_ = 0;  // the latest out-of-sequence PSN since that NAK
-  enum class InMsg : uint8_t { kNone, kSend, kWrite, kDrop } in_msg_ = InMsg::kNone;  // kDrop: UC only
-  bool have_wqe_ = false;
-  RecvWqe wqe_;  // the receive WQE a multi-packet SEND (or WRITE_IMM) fills
-  uint64_t recv_off_ = 0;
-  bool recv_len_err_ = false;
-  uint64_t write_va_ = 0;  // current multi-packet WRITE
-  uint32_t write_rkey_ = 0;
-  bool resp_abort_ = false;  // the response just sent was a fatal NAK: the responder goes to ERR
-  uint64_t write_left_ = 0;
-  uint64_t write_len_ = 0;
-  std::vector<RdAtomicRes> res_;
-  uint32_t res_next_ = 0;
-  std::vector<RespJob> jobs_;  // ring, in PSN order
-  uint32_t jobs_head_ = 0, jobs_count_ = 0;
-  uint32_t unacked_pkts_ = 0;
-  uint64_t next_cnp_ns_ = 0;  // NP: no CNP before this (min_time_between_cnps)
-  cc::IntStack echo_int_;     // the INT stack of the latest request, for the next response to carry back
-  bool comm_est_ = false;
+  Responder resp_;
 };
 
 }  // namespace uroce

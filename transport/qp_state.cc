@@ -151,14 +151,14 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & kQpAv) attr_.ah = a.ah;
   if (mask & kQpPathMtu) attr_.path_mtu = a.path_mtu;
   if (mask & kQpTimeout) attr_.timeout = a.timeout;
-  if (mask & kQpRetryCnt) attr_.retry_cnt = retry_left_ = a.retry_cnt;
-  if (mask & kQpRnrRetry) attr_.rnr_retry = rnr_retry_left_ = a.rnr_retry;
-  if (mask & kQpRqPsn) attr_.rq_psn = epsn_ = a.rq_psn & kPsnMask;
-  if (mask & kQpSqPsn) attr_.sq_psn = npsn_ = una_ = a.sq_psn & kPsnMask;
+  if (mask & kQpRetryCnt) attr_.retry_cnt = comp_.retry_left = a.retry_cnt;
+  if (mask & kQpRnrRetry) attr_.rnr_retry = comp_.rnr_retry_left = a.rnr_retry;
+  if (mask & kQpRqPsn) attr_.rq_psn = resp_.epsn = a.rq_psn & kPsnMask;
+  if (mask & kQpSqPsn) attr_.sq_psn = req_.npsn = comp_.una = a.sq_psn & kPsnMask;
   if (mask & kQpMaxQpRdAtomic) attr_.max_rd_atomic = a.max_rd_atomic;
   if (mask & kQpMaxDestRdAtomic) {
     attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    res_.assign(a.max_dest_rd_atomic ? a.max_dest_rd_atomic : 1, RdAtomicRes{});
+    resp_.res.assign(a.max_dest_rd_atomic ? a.max_dest_rd_atomic : 1, RdAtomicRes{});
   }
   if (mask & kQpMinRnrTimer) attr_.min_rnr_timer = a.min_rnr_timer;
   if (mask & kQpDestQpn) attr_.dest_qp_num = a.dest_qp_num;
@@ -179,16 +179,16 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       break;
     case QpState::kRtr:
       build_template();
-      jobs_.assign(2u * attr_.max_dest_rd_atomic + 8u, RespJob{});
-      jobs_head_ = jobs_count_ = 0;
-      nak_sent_ = false;
-      in_msg_ = InMsg::kNone;
+      resp_.jobs.assign(2u * attr_.max_dest_rd_atomic + 8u, RespJob{});
+      resp_.jobs_head = resp_.jobs_count = 0;
+      resp_.seq = RespSeq::kInOrder;
+      resp_.msg = RespMsg::kIdle;
       break;
     case QpState::kRts:
       if (cur != QpState::kRtr) break;  // SQD -> RTS resumes the same connection
-      psn_hw_ = npsn_;
+      req_.psn_hw = req_.npsn;
       // No credits are advertised before the first ACK: send one probe message at a time until then.
-      credits_ = 0;
+      req_.credits = 0;
       break;
     case QpState::kSqd:
       attr_.sq_draining = true;
@@ -205,23 +205,31 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
 }
 
 std::string Qp::debug_state() const {
-  char buf[320];
-  std::snprintf(buf, sizeof(buf),
-                "qp %u %s: sq post=%u send=%u.%u comp=%u npsn=%u una=%u hw=%u rd_out=%u credits=%lld "
-                "retry_left=%u timer=%s rewound=%d resent=%d ready=%d head=%d/%d | rq epsn=%u msn=%u jobs=%u",
-                qpn_, qp_state_name(attr_.qp_state), post_idx_, send_idx_, send_pkt_, comp_idx_, npsn_, una_,
-                psn_hw_, rd_atomic_out_, static_cast<long long>(credits_), retry_left_,
-                retry_deadline_ == kNever ? "off" : "on", static_cast<int>(rewound_at_), resent_, req_ready(),
-                static_cast<int>(sq_at(send_idx_).state), static_cast<int>(sq_at(send_idx_).status), epsn_,
-                msn_, jobs_count_);
+  const auto name = [](std::string_view v) { return static_cast<int>(v.size()); };
+  const std::string_view wait = state_name(req_wait(), kReqWaitNames);
+  const std::string_view go_back = state_name(comp_.go_back, kGoBackNames);
+  const std::string_view msg = state_name(resp_.msg, kRespMsgNames);
+  const std::string_view seq = state_name(resp_.seq, kRespSeqNames);
+  char buf[384];
+  std::snprintf(
+      buf, sizeof(buf),
+      "qp %u %s: sq post=%u send=%u.%u comp=%u head=%d/%d | req npsn=%u hw=%u rd_out=%u credits=%lld "
+      "wait=%.*s | comp una=%u retry_left=%u timer=%s go_back=%.*s@%u | resp epsn=%u msn=%u msg=%.*s "
+      "seq=%.*s wqe=%d jobs=%u",
+      qpn_, qp_state_name(attr_.qp_state), post_idx_, send_idx_, send_pkt_, comp_idx_,
+      static_cast<int>(sq_at(send_idx_).state), static_cast<int>(sq_at(send_idx_).status), req_.npsn,
+      req_.psn_hw, req_.rd_atomic_out, static_cast<long long>(req_.credits), name(wait), wait.data(),
+      comp_.una, comp_.retry_left, comp_.retry_deadline == kNever ? "off" : "on", name(go_back),
+      go_back.data(), comp_.rewound_at, resp_.epsn, resp_.msn, name(msg), msg.data(), name(seq), seq.data(),
+      resp_.wqe.has_value(), resp_.jobs_count);
   return buf;
 }
 
 void Qp::query(QpAttr* out) const {
   *out = attr_;
   out->cur_qp_state = attr_.qp_state;
-  out->sq_psn = npsn_;
-  out->rq_psn = epsn_;
+  out->sq_psn = req_.npsn;
+  out->rq_psn = resp_.epsn;
   out->sq_draining = attr_.qp_state == QpState::kSqd && !sq_idle();
 }
 
@@ -239,23 +247,21 @@ void Qp::sqd_check_drained() {
 void Qp::reset_connection() {
   post_idx_ = send_idx_ = comp_idx_ = send_pkt_ = 0;
   while (!init_.srq && !rq().empty()) rq().pop();
-  pkts_since_ackreq_ = 0;
-  rnr_until_ = 0;
-  rewound_at_ = UINT32_MAX;
-  gap_psn_ = 0;
-  resent_ = false;
+  req_.pkts_since_ackreq = 0;
+  req_.rnr_until = 0;
+  comp_.go_back = GoBack::kNone;
+  comp_.gap_psn = 0;
   pace_start_ns_ = 0;
   pace_len_ = 0;
-  msn_ = 0;
-  nak_sent_ = false;
-  nak_gap_psn_ = 0;
-  recv_off_ = 0;
-  recv_len_err_ = false;
-  write_va_ = write_left_ = write_len_ = 0;
-  std::fill(res_.begin(), res_.end(), RdAtomicRes{});
-  res_next_ = 0;
-  unacked_pkts_ = 0;
-  comm_est_ = false;
+  resp_.msn = 0;
+  resp_.seq = RespSeq::kInOrder;
+  resp_.nak_gap_psn = 0;
+  resp_.recv_off = 0;
+  resp_.write_va = resp_.write_left = resp_.write_len = 0;
+  std::fill(resp_.res.begin(), resp_.res.end(), RdAtomicRes{});
+  resp_.res_next = 0;
+  resp_.unacked_pkts = 0;
+  resp_.comm_est = false;
 }
 
 void Qp::build_template() { fill_headers(attr_.ah, attr_.dest_qp_num, &hdr_); }
@@ -328,14 +334,15 @@ void Qp::flush() {
   }
   send_idx_ = comp_idx_;
   send_pkt_ = 0;
-  rd_atomic_out_ = 0;
-  credit_msgs_out_ = 0;
-  inflight_bytes_ = 0;
-  retry_deadline_ = kNever;
-  jobs_count_ = 0;
-  if (have_wqe_ && report) complete_recv(wqe_, WcStatus::kWrFlushErr, 0, WcOpcode::kRecv, 0, 0, 0, true);
-  have_wqe_ = false;
-  in_msg_ = InMsg::kNone;
+  req_.rd_atomic_out = 0;
+  req_.credit_msgs_out = 0;
+  req_.inflight_bytes = 0;
+  comp_.retry_deadline = kNever;
+  resp_.jobs_count = 0;
+  if (resp_.wqe && report)
+    complete_recv(*resp_.wqe, WcStatus::kWrFlushErr, 0, WcOpcode::kRecv, 0, 0, 0, true);
+  resp_.wqe.reset();
+  resp_.msg = RespMsg::kIdle;
   if (init_.srq) {
     if (report) dev_->raise(EventType::kQpLastWqeReached, qpn_);
     return;

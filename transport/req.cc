@@ -106,24 +106,27 @@ int Qp::validate_local(const SendWqe& w) const {
   return 0;
 }
 
-bool Qp::req_blocked(const SendWqe& w) const {
-  if (w.state != WqeState::kPosted) return false;
-  if (attr_.qp_state == QpState::kSqd) return true;  // draining: start nothing new
-  if (type() != QpType::kRc) return false;
-  if ((w.flags & kSendFence) && rd_atomic_out_) return true;
-  if (is_rd_atomic(w.opcode) && rd_atomic_out_ >= std::max<uint32_t>(1, attr_.max_rd_atomic)) return true;
+ReqWait Qp::req_blocked(const SendWqe& w) const {
+  if (w.state != WqeState::kPosted) return ReqWait::kNone;
+  if (attr_.qp_state == QpState::kSqd) return ReqWait::kSqDrain;  // draining: start nothing new
+  if (type() != QpType::kRc) return ReqWait::kNone;
+  if ((w.flags & kSendFence) && req_.rd_atomic_out) return ReqWait::kFence;
+  if (is_rd_atomic(w.opcode) && req_.rd_atomic_out >= std::max<uint32_t>(1, attr_.max_rd_atomic))
+    return ReqWait::kRdAtomicLimit;
   // End-to-end flow control (IBA 9.7.7.2): with no credit left, one WQE-consuming message may still be sent
   // as a probe when none is outstanding, so a stalled requester learns when the responder has buffers again.
-  return consumes_recv_wqe(w.opcode) && credits_ == 0 && credit_msgs_out_ > 0;
+  if (consumes_recv_wqe(w.opcode) && req_.credits == 0 && req_.credit_msgs_out > 0) return ReqWait::kNoCredit;
+  return ReqWait::kNone;
 }
 
-bool Qp::req_ready() const {
-  if (send_idx_ == post_idx_ || error()) return false;
-  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd) return false;
+ReqWait Qp::req_wait() const {
+  if (send_idx_ == post_idx_) return ReqWait::kIdle;
+  if (error() || (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd))
+    return ReqWait::kQpState;
   const SendWqe& w = sq_at(send_idx_);
-  if (w.status != WcStatus::kSuccess) return false;  // a local error waits for the completer
-  if (cc_->window_bytes && inflight_bytes_ >= cc_->window_bytes) return false;
-  return !req_blocked(w);
+  if (w.status != WcStatus::kSuccess) return ReqWait::kLocalError;  // it waits for the completer
+  if (cc_->window_bytes && req_.inflight_bytes >= cc_->window_bytes) return ReqWait::kWindow;
+  return req_blocked(w);
 }
 
 // BIND_MW and LOCAL_INV take effect when the requester reaches them, after every earlier WQE has started:
@@ -134,7 +137,7 @@ void Qp::run_local_op(SendWqe& w) {
   const bool ok = w.opcode == WrOpcode::kBindMw ? dev_->mrs_.bind(w.bind, this, pd_)
                                                 : dev_->mrs_.invalidate(w.imm_be, pd_, nullptr);
   if (!ok) w.status = w.opcode == WrOpcode::kBindMw ? WcStatus::kMwBindErr : WcStatus::kLocQpOpErr;
-  w.first_psn = npsn_;
+  w.first_psn = req_.npsn;
   w.npkts = 0;
   w.state = WqeState::kDone;
   if (ok) {
@@ -169,12 +172,12 @@ void Qp::start_wqe(SendWqe& w) {
   w.npkts = is_atomic(w.opcode) || type() == QpType::kUd
                 ? 1
                 : std::max<uint32_t>(1, static_cast<uint32_t>((w.length + m - 1) / m));
-  w.first_psn = npsn_;
-  npsn_ = psn_add(npsn_, w.npkts);
-  if (is_rd_atomic(w.opcode)) ++rd_atomic_out_;
+  w.first_psn = req_.npsn;
+  req_.npsn = psn_add(req_.npsn, w.npkts);
+  if (is_rd_atomic(w.opcode)) ++req_.rd_atomic_out;
   if (type() == QpType::kRc && consumes_recv_wqe(w.opcode)) {
-    ++credit_msgs_out_;
-    if (credits_ > 0) --credits_;
+    ++req_.credit_msgs_out;
+    if (req_.credits > 0) --req_.credits;
   }
   w.state = WqeState::kSending;
 }
@@ -182,7 +185,7 @@ void Qp::start_wqe(SendWqe& w) {
 uint32_t Qp::req_transmit(uint32_t budget) {
   uint32_t sent = 0;
   const uint64_t now = dev_->now();
-  while (sent < budget && req_ready() && now >= rnr_until_ && now >= pace_next()) {
+  while (sent < budget && req_ready() && now >= req_.rnr_until && now >= pace_next()) {
     SendWqe& w = sq_at(send_idx_);
     // Going back N re-sends what the responder discarded. A READ or ATOMIC already answered (placed while
     // an older one was missing) is not asked again; a READ resumes at its first missing packet.
@@ -194,7 +197,8 @@ uint32_t Qp::req_transmit(uint32_t budget) {
     if (w.opcode == WrOpcode::kRdmaRead)
       send_pkt_ = std::max(send_pkt_, static_cast<uint32_t>(w.read_done / mtu()));
     if (w.state == WqeState::kPosted) {
-      if (credits_ == 0 && consumes_recv_wqe(w.opcode) && type() == QpType::kRc && credit_msgs_out_ == 0)
+      if (req_.credits == 0 && consumes_recv_wqe(w.opcode) && type() == QpType::kRc &&
+          req_.credit_msgs_out == 0)
         dev_->cnt().add(Counter::kCreditStall);
       start_wqe(w);
       if (w.status != WcStatus::kSuccess) break;
@@ -239,7 +243,7 @@ bool Qp::req_send_packet(SendWqe& w) {
     h.bth.opcode = op::kRcAtomicWrite;
     h.reth = {w.remote_addr, w.rkey, 8};
     h.bth.ackreq = true;
-    pkts_since_ackreq_ = 0;
+    req_.pkts_since_ackreq = 0;
     len = 8;
     sge = &atomic_write_value;
     num_sge = 1;
@@ -256,15 +260,15 @@ bool Qp::req_send_packet(SendWqe& w) {
     }
     // A CC window about to fill asks for the ACK that reopens it (else the QP stalls until the retry timer).
     h.bth.ackreq =
-        type() == QpType::kRc && (last || ++pkts_since_ackreq_ >= params::kAckReqEvery ||
-                                  (cc_->window_bytes && inflight_bytes_ + len >= cc_->window_bytes));
-    if (h.bth.ackreq) pkts_since_ackreq_ = 0;
+        type() == QpType::kRc && (last || ++req_.pkts_since_ackreq >= params::kAckReqEvery ||
+                                  (cc_->window_bytes && req_.inflight_bytes + len >= cc_->window_bytes));
+    if (h.bth.ackreq) req_.pkts_since_ackreq = 0;
   }
 
   h.xrc_srqn = w.xrc_srqn;  // XRC opcodes carry it (emit() turns RC opcodes into XRC ones)
   if (!emit(h, sge, num_sge, offset, len, true)) return false;
-  if (psn == rewound_at_) resent_ = true;
-  const bool resent = psn_before(psn, psn_hw_);
+  if (comp_.go_back == GoBack::kRewound && psn == comp_.rewound_at) comp_.go_back = GoBack::kResent;
+  const bool resent = psn_before(psn, req_.psn_hw);
   if (resent) {
     ++cnt_.retransmits;
     dev_->cnt().add(Counter::kRetransmits);
@@ -272,11 +276,11 @@ bool Qp::req_send_packet(SendWqe& w) {
   rtt_sent(psn, !resent, len);
   // A READ request reserves the PSNs of all its responses.
   const uint32_t end = w.opcode == WrOpcode::kRdmaRead ? psn_add(w.first_psn, w.npkts) : psn_add(psn, 1);
-  if (psn_diff(end, psn_hw_) > 0) psn_hw_ = end;
+  if (psn_diff(end, req_.psn_hw) > 0) req_.psn_hw = end;
 
   if (type() == QpType::kRc) {
-    inflight_bytes_ += len;
-    if (retry_deadline_ == kNever) arm_retry_timer();
+    req_.inflight_bytes += len;
+    if (comp_.retry_deadline == kNever) arm_retry_timer();
   }
   if (!last) {
     ++send_pkt_;

@@ -37,9 +37,9 @@ void Qp::on_request(const ParsedPacket& pkt) {
   if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
   // HPCC: the switches' INT stack goes back to the requester on the next response (its ACK, READ response or
   // ATOMIC ACK). Only ports that model INT (the simulator) provide one.
-  if (dev_->rx_int_ && type() == QpType::kRc) echo_int_ = *dev_->rx_int_;
-  if (!comm_est_ && st == QpState::kRtr) {
-    comm_est_ = true;
+  if (dev_->rx_int_ && type() == QpType::kRc) resp_.echo_int = *dev_->rx_int_;
+  if (!resp_.comm_est && st == QpState::kRtr) {
+    resp_.comm_est = true;
     dev_->raise(EventType::kCommEst, qpn_);
   }
   if (init_.xrc == XrcRole::kTarget && !resp_xrc_select(pkt)) return;
@@ -66,32 +66,34 @@ bool Qp::resp_xrc_select(const ParsedPacket& pkt) {
   }
   dev_->cnt().add(Counter::kDropXrcSrq);
   const uint32_t psn = bth_psn(pkt.bth());
-  if (psn == epsn_ && (pkt.op().mask & kStartsMessage) && in_msg_ == InMsg::kNone)
+  if (psn == resp_.epsn && (pkt.op().mask & kStartsMessage) && resp_.msg == RespMsg::kIdle)
     resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
   return false;
 }
 
 void Qp::resp_rc(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
-  const int32_t d = psn_diff(psn, epsn_);
+  const int32_t d = psn_diff(psn, resp_.epsn);
   if (d > 0) {  // packets were lost before this one
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
     // One sequence-error NAK per gap (IBA ch. 9), and the rest of the round is dropped silently. A PSN
     // that falls back means the requester's go-back-N round has begun and lost its head again: that new
     // round gets its own NAK, instead of leaving recovery to the local ACK timeout.
-    const bool new_round = nak_sent_ && psn_diff(psn, nak_gap_psn_) <= 0;
-    nak_gap_psn_ = psn;
-    if (!nak_sent_ || new_round) {
-      nak_sent_ = true;
+    const bool nak_out = resp_.seq == RespSeq::kNakOut;
+    const bool new_round = nak_out && psn_diff(psn, resp_.nak_gap_psn) <= 0;
+    resp_.nak_gap_psn = psn;
+    if (!nak_out || new_round) {
+      resp_.seq = RespSeq::kNakOut;
       ++cnt_.seq_naks_sent;
       dev_->cnt().add(Counter::kSeqNakSent);
-      resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, kNakPsnSeq), epsn_, msn_});
+      resp_queue(
+          RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, kNakPsnSeq), resp_.epsn, resp_.msn});
     }
     return;
   }
   if (d < 0) return resp_duplicate(pkt);
-  nak_sent_ = false;
+  resp_.seq = RespSeq::kInOrder;
   resp_execute(pkt);
 }
 
@@ -100,10 +102,9 @@ void Qp::resp_rc(const ParsedPacket& pkt) {
 bool Qp::resp_take_recv_wqe() {
   RecvQueue& q = rq();
   if (q.empty()) return false;
-  wqe_ = q.front();
+  resp_.wqe = q.front();
   q.pop();
-  have_wqe_ = true;
-  recv_off_ = 0;
+  resp_.recv_off = 0;
   if (init_.srq && init_.srq->limit && q.count() < init_.srq->limit) {
     init_.srq->limit = 0;  // one-shot: the application re-arms with modify_srq
     dev_->raise(EventType::kSrqLimitReached, init_.srq->handle);
@@ -111,17 +112,18 @@ bool Qp::resp_take_recv_wqe() {
   return true;
 }
 
-// Places `len` payload bytes at recv_off_ of the current receive WQE. Returns the completion status an error
-// gives the receive (kSuccess when placed).
+// Places `len` payload bytes at resp_.recv_off of the current receive WQE. Returns the completion status an
+// error gives the receive (kSuccess when placed).
 WcStatus Qp::resp_place(const uint8_t* data, uint32_t len) {
-  if (recv_off_ + len > wqe_.length) return WcStatus::kLocLenErr;
-  for (uint32_t i = 0; i < wqe_.num_sge; ++i) {
-    const Sge& s = wqe_.sge[i];
+  const RecvWqe& wqe = *resp_.wqe;
+  if (resp_.recv_off + len > wqe.length) return WcStatus::kLocLenErr;
+  for (uint32_t i = 0; i < wqe.num_sge; ++i) {
+    const Sge& s = wqe.sge[i];
     if (s.length && !dev_->mrs_.check(s.lkey, pd_, s.addr, s.length, kAccessLocalWrite))
       return WcStatus::kLocProtErr;
   }
-  if (!sge_scatter(dev_->mrs_, wqe_.sge, wqe_.num_sge, recv_off_, data, len)) return WcStatus::kLocProtErr;
-  recv_off_ += len;
+  if (!sge_scatter(dev_->mrs_, wqe.sge, wqe.num_sge, resp_.recv_off, data, len)) return WcStatus::kLocProtErr;
+  resp_.recv_off += len;
   return WcStatus::kSuccess;
 }
 
@@ -133,12 +135,12 @@ void Qp::resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev
                     : nak == kNakRemAccess ? Counter::kRemAccessNakSent
                                            : Counter::kRemOpNakSent;
   dev_->cnt().add(c);
-  if (have_wqe_) {
-    complete_recv(wqe_, recv_status, 0, WcOpcode::kRecv, 0, 0, 0, true);
-    have_wqe_ = false;
+  if (resp_.wqe) {
+    complete_recv(*resp_.wqe, recv_status, 0, WcOpcode::kRecv, 0, 0, 0, true);
+    resp_.wqe.reset();
   }
-  jobs_count_ = 0;  // nothing queued may follow a fatal NAK
-  resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, nak), psn, msn_});
+  resp_.jobs_count = 0;  // nothing queued may follow a fatal NAK
+  resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, nak), psn, resp_.msn});
   resp_transmit(1);
   dev_->raise(ev, qpn_);
   enter_error();
@@ -147,9 +149,9 @@ void Qp::resp_fail(uint32_t psn, uint8_t nak, WcStatus recv_status, EventType ev
 void Qp::resp_execute(const ParsedPacket& pkt) {
   const uint32_t m = pkt.op().mask;
   const uint32_t psn = bth_psn(pkt.bth());
-  const bool ok_seq = in_msg_ == InMsg::kNone   ? bool(m & kStartsMessage)
-                      : in_msg_ == InMsg::kSend ? (m & kOpSend) && (m & (kMiddle | kLast))
-                                                : (m & kOpWrite) && (m & (kMiddle | kLast));
+  const bool ok_seq = resp_.msg == RespMsg::kIdle   ? bool(m & kStartsMessage)
+                      : resp_.msg == RespMsg::kSend ? (m & kOpSend) && (m & (kMiddle | kLast))
+                                                    : (m & kOpWrite) && (m & (kMiddle | kLast));
   const bool full = m & (kFirst | kMiddle);
   const bool ok_len = full ? pkt.payload_len == mtu() : pkt.payload_len <= mtu();
   if (!ok_seq || !ok_len) return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
@@ -175,12 +177,12 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   // A message that completes a receive needs its WQE before any of its data is placed, so that an RNR NAK
   // leaves nothing half done and the retried packet executes from scratch.
   const bool needs_wqe = (m & kOpSend) || (m & kConsumesRecvWqe);
-  if (needs_wqe && !have_wqe_ && !resp_take_recv_wqe()) {
+  if (needs_wqe && !resp_.wqe && !resp_take_recv_wqe()) {
     if (type() == QpType::kUc) return resp_drop_message();  // UC has no RNR NAK: the message is lost
     ++cnt_.rnr_naks_sent;
     dev_->cnt().add(Counter::kRnrNakSent);
     resp_queue(
-        RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kRnrNak, attr_.min_rnr_timer), psn, msn_});
+        RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kRnrNak, attr_.min_rnr_timer), psn, resp_.msn});
     return;
   }
 
@@ -188,31 +190,31 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     const WcStatus st = resp_place(pkt.payload(), pkt.payload_len);
     if (st == WcStatus::kLocLenErr) return resp_fail(psn, kNakInvReq, st, EventType::kQpReqErr);
     if (st != WcStatus::kSuccess) return resp_fail(psn, kNakRemOp, st, EventType::kQpFatal);
-    in_msg_ = InMsg::kSend;
+    resp_.msg = RespMsg::kSend;
   } else if (m & kOpAtomicWrite) {
     if (!resp_atomic_write(pkt)) return;
   } else {  // RDMA WRITE
     if (m & kStartsMessage) {
       const Reth& r = pkt.reth();
-      write_va_ = r.va.get();
-      write_rkey_ = r.rkey.get();
-      write_len_ = write_left_ = r.dma_len.get();
+      resp_.write_va = r.va.get();
+      resp_.write_rkey = r.rkey.get();
+      resp_.write_len = resp_.write_left = r.dma_len.get();
       // A zero-length WRITE names no memory: its R_Key is not checked.
-      if (write_len_ &&
-          !dev_->mrs_.check_remote(write_rkey_, this, pd_, write_va_, write_len_, kAccessRemoteWrite))
+      if (resp_.write_len && !dev_->mrs_.check_remote(resp_.write_rkey, this, pd_, resp_.write_va,
+                                                      resp_.write_len, kAccessRemoteWrite))
         return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
     }
-    if (pkt.payload_len > write_left_ || ((m & kEndsMessage) && pkt.payload_len != write_left_))
+    if (pkt.payload_len > resp_.write_left || ((m & kEndsMessage) && pkt.payload_len != resp_.write_left))
       return resp_fail(psn, kNakInvReq, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
     // Every packet is checked against the key table when it lands, not only the first: the application may
     // deregister or re-register the region (new keys) between the packets of one message, and then nothing
     // more may be written there (C9-177: an R_Key violation on any packet is a remote access error).
     if (pkt.payload_len &&
-        !dev_->mrs_.remote_write(write_rkey_, this, pd_, write_va_, pkt.payload(), pkt.payload_len))
+        !dev_->mrs_.remote_write(resp_.write_rkey, this, pd_, resp_.write_va, pkt.payload(), pkt.payload_len))
       return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
-    write_va_ += pkt.payload_len;
-    write_left_ -= pkt.payload_len;
-    in_msg_ = InMsg::kWrite;
+    resp_.write_va += pkt.payload_len;
+    resp_.write_left -= pkt.payload_len;
+    resp_.msg = RespMsg::kWrite;
   }
 
   if (m & kEndsMessage) {
@@ -231,31 +233,31 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
         flags |= kWcWithInv;
       }
       const bool write = m & kOpWrite;
-      complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(write ? write_len_ : recv_off_),
-                    write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, flags, imm_be, 0,
-                    bth_se(pkt.bth()));
-      have_wqe_ = false;
+      complete_recv(
+          *resp_.wqe, WcStatus::kSuccess, static_cast<uint32_t>(write ? resp_.write_len : resp_.recv_off),
+          write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, flags, imm_be, 0, bth_se(pkt.bth()));
+      resp_.wqe.reset();
     }
-    in_msg_ = InMsg::kNone;
-    msn_ = psn_add(msn_, 1);
+    resp_.msg = RespMsg::kIdle;
+    resp_.msn = psn_add(resp_.msn, 1);
   }
-  epsn_ = psn_add(epsn_, 1);
+  resp_.epsn = psn_add(resp_.epsn, 1);
   if (type() != QpType::kRc) return;
-  if (bth_ackreq(pkt.bth()) || ++unacked_pkts_ >= params::kMaxPendingAcks) resp_queue_ack(psn);
+  if (bth_ackreq(pkt.bth()) || ++resp_.unacked_pkts >= params::kMaxPendingAcks) resp_queue_ack(psn);
 }
 
 void Qp::resp_uc(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const uint32_t m = pkt.op().mask;
-  if (psn != epsn_) {  // packets were lost: the message they belonged to is dropped
+  if (psn != resp_.epsn) {  // packets were lost: the message they belonged to is dropped
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
-    if (in_msg_ != InMsg::kNone) resp_drop_message();
-    epsn_ = psn;
+    if (resp_.msg != RespMsg::kIdle) resp_drop_message();
+    resp_.epsn = psn;
   }
-  if (in_msg_ == InMsg::kDrop && (m & kStartsMessage)) in_msg_ = InMsg::kNone;
-  if (in_msg_ == InMsg::kDrop || (in_msg_ == InMsg::kNone && !(m & kStartsMessage))) {
-    epsn_ = psn_add(psn, 1);
+  if (resp_.msg == RespMsg::kDropping && (m & kStartsMessage)) resp_.msg = RespMsg::kIdle;
+  if (resp_.msg == RespMsg::kDropping || (resp_.msg == RespMsg::kIdle && !(m & kStartsMessage))) {
+    resp_.epsn = psn_add(psn, 1);
     return;
   }
   resp_execute(pkt);
@@ -264,9 +266,9 @@ void Qp::resp_uc(const ParsedPacket& pkt) {
 // UC: forget the message in progress; its receive WQE, if one was taken, is reused for the next message.
 void Qp::resp_drop_message() {
   dev_->cnt().add(Counter::kDropUcMessage);
-  in_msg_ = InMsg::kDrop;
-  recv_off_ = 0;
-  epsn_ = psn_add(epsn_, 1);
+  resp_.msg = RespMsg::kDropping;
+  resp_.recv_off = 0;
+  resp_.epsn = psn_add(resp_.epsn, 1);
 }
 
 void Qp::resp_ud(const ParsedPacket& pkt) {
@@ -287,13 +289,14 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
   const uint32_t m = pkt.op().mask;
   uint32_t imm_be = 0;
   if (m & kHasImmDt) std::memcpy(&imm_be, pkt.immdt().b, 4);
-  have_wqe_ = false;
-  if (st != WcStatus::kSuccess) return complete_recv(wqe_, st, 0, WcOpcode::kRecv, 0, 0, 0, true);
+  const RecvWqe wqe = *resp_.wqe;
+  resp_.wqe.reset();
+  if (st != WcStatus::kSuccess) return complete_recv(wqe, st, 0, WcOpcode::kRecv, 0, 0, 0, true);
   // The completion's SL carries the packet's network header type, as ConnectX reports it for RoCE (bits 2:0:
   // 1 IPv6, 2 IPv4; bit 3: over UDP, i.e. RoCEv2): UCX's ud_verbs reads it to know where the GID sits in the
   // GRH area (IPv4: the last 4 bytes of the IPv4 header at 20..39) and drops datagrams otherwise.
   const uint8_t net_hdr_type = pkt.ipv6 ? 0x9 : 0xA;
-  complete_recv(wqe_, WcStatus::kSuccess, static_cast<uint32_t>(sizeof(grh) + pkt.payload_len),
+  complete_recv(wqe, WcStatus::kSuccess, static_cast<uint32_t>(sizeof(grh) + pkt.payload_len),
                 WcOpcode::kRecv, kWcGrh | ((m & kHasImmDt) ? uint32_t{kWcWithImm} : 0u), imm_be,
                 deth.src_qp.get(), bth_se(pkt.bth()), net_hdr_type);
 }
@@ -304,8 +307,8 @@ void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   dev_->cnt().add(Counter::kEcnMarked);
   ++cnt_.ecn_marked;
   const uint64_t now = dev_->now();
-  if (now < next_cnp_ns_) return;
-  next_cnp_ns_ = now + dev_->cnp_interval_ns();
+  if (now < resp_.next_cnp_ns) return;
+  resp_.next_cnp_ns = now + dev_->cnp_interval_ns();
   PacketHeaders h = hdr_;
   const PacketHeaders in = decode_headers(pkt);
   h.eth.dst = in.eth.src;
@@ -326,34 +329,6 @@ void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   }
 }
 
-void Qp::on_cnp() {
-  dev_->cnt().add(Counter::kCnpRcvd);
-  ++cnt_.cnp_handled;
-  ++cc_->cnp_handled;
-  cc_->on_cnp(dev_->now());
-  cc_account();
-}
-
-uint32_t Qp::transmit(uint32_t budget) {
-  // Memory-window operations at the head of the send queue need no packet: they run before the responses,
-  // as an RNIC's send queue runs beside its responder (an invalidation is not held up by a long READ).
-  req_local_ops();
-  // Responses first: they unblock the peer's requester and carry no local backlog.
-  const uint32_t sent = resp_transmit(budget);
-  return sent + req_transmit(budget - sent);
-}
-
-bool Qp::has_tx_work() const { return jobs_count_ || req_ready(); }
-
-uint64_t Qp::next_timer() const { return std::min(retry_deadline_, cc_->next_timer_ns()); }
-
-uint64_t Qp::next_tx_time() const {
-  uint64_t t = kNever;
-  if (jobs_count_) t = jobs_[jobs_head_].kind == RespJob::kRead ? pace_next() : 0;
-  if (req_ready()) t = std::min(t, std::max(rnr_until_, pace_next()));
-  return t;
-}
-
 void Qp::resp_read(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const Reth& r = pkt.reth();
@@ -361,13 +336,13 @@ void Qp::resp_read(const ParsedPacket& pkt) {
   if (len && !dev_->mrs_.check_remote(r.rkey.get(), this, pd_, r.va.get(), len, kAccessRemoteRead))
     return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
   const uint32_t npkts = std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu() - 1) / mtu()));
-  RdAtomicRes& res = res_[res_next_++ % res_.size()];
+  RdAtomicRes& res = resp_.res[resp_.res_next++ % resp_.res.size()];
   res = RdAtomicRes{true, false, psn, psn_add(psn, npkts - 1), 0};
   // C9-148: a READ counts as a message once accepted; its responses carry the incremented MSN.
-  msn_ = psn_add(msn_, 1);
-  resp_queue(RespJob{RespJob::kRead, false, 0, psn, msn_, r.va.get(), len, r.rkey.get()});
-  epsn_ = psn_add(epsn_, npkts);
-  unacked_pkts_ = 0;
+  resp_.msn = psn_add(resp_.msn, 1);
+  resp_queue(RespJob{RespJob::kRead, false, 0, psn, resp_.msn, r.va.get(), len, r.rkey.get()});
+  resp_.epsn = psn_add(resp_.epsn, npkts);
+  resp_.unacked_pkts = 0;
 }
 
 void Qp::resp_atomic(const ParsedPacket& pkt) {
@@ -386,13 +361,13 @@ void Qp::resp_atomic(const ParsedPacket& pkt) {
   } else {
     orig = __atomic_fetch_add(target, a.swap_add.get(), __ATOMIC_SEQ_CST);
   }
-  RdAtomicRes& res = res_[res_next_++ % res_.size()];
+  RdAtomicRes& res = resp_.res[resp_.res_next++ % resp_.res.size()];
   res = RdAtomicRes{true, true, psn, psn, orig};
-  RespJob job{RespJob::kAtomicAck, false, 0, psn, msn_ = psn_add(msn_, 1)};
+  RespJob job{RespJob::kAtomicAck, false, 0, psn, resp_.msn = psn_add(resp_.msn, 1)};
   job.orig = orig;
   resp_queue(job);
-  epsn_ = psn_add(epsn_, 1);
-  unacked_pkts_ = 0;
+  resp_.epsn = psn_add(resp_.epsn, 1);
+  resp_.unacked_pkts = 0;
 }
 
 // ATOMIC WRITE (IBA 1.5): the 8 payload bytes land as one aligned 64-bit store, never torn, ordered after
@@ -433,20 +408,20 @@ bool Qp::resp_atomic_write(const ParsedPacket& pkt) {
   return true;
 }
 
-// A request with a PSN before epsn_: the requester re-sent it because a response was lost. SEND and WRITE
-// are not executed again, only acknowledged; a READ is re-executed from the saved resource; an ATOMIC is
-// answered with its saved result and never applied twice.
+// A request with a PSN before resp_.epsn: the requester re-sent it because a response was lost. SEND and
+// WRITE are not executed again, only acknowledged; a READ is re-executed from the saved resource; an ATOMIC
+// is answered with its saved result and never applied twice.
 void Qp::resp_duplicate(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const uint32_t m = pkt.op().mask;
   ++cnt_.duplicates;
   dev_->cnt().add(Counter::kDuplicateRequest);
-  if (!(m & (kOpRead | kOpAtomic))) return resp_queue_ack(psn_add(epsn_, kPsnMask));
-  for (const RdAtomicRes& r : res_) {
+  if (!(m & (kOpRead | kOpAtomic))) return resp_queue_ack(psn_add(resp_.epsn, kPsnMask));
+  for (const RdAtomicRes& r : resp_.res) {
     if (!r.valid || psn_diff(psn, r.psn) < 0 || psn_diff(psn, r.last_psn) > 0) continue;
     if ((m & kOpAtomic) && r.is_atomic && r.psn == psn) {
       resp_trim_jobs(psn);
-      RespJob job{RespJob::kAtomicAck, true, 0, psn, msn_};
+      RespJob job{RespJob::kAtomicAck, true, 0, psn, resp_.msn};
       job.orig = r.orig;
       return resp_queue(job);
     }
@@ -457,7 +432,8 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
       if (len && !dev_->mrs_.check_remote(reth.rkey.get(), this, pd_, reth.va.get(), len, kAccessRemoteRead))
         return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
       if (!resp_trim_jobs(psn)) return;  // an earlier request's responses are still on their way to psn
-      return resp_queue(RespJob{RespJob::kRead, true, 0, psn, msn_, reth.va.get(), len, reth.rkey.get()});
+      return resp_queue(
+          RespJob{RespJob::kRead, true, 0, psn, resp_.msn, reth.va.get(), len, reth.rkey.get()});
     }
   }
   // No saved resource (it was reused): drop; the requester retries and times out if this persists.
@@ -467,53 +443,55 @@ void Qp::resp_duplicate(const ParsedPacket& pkt) {
 // `psn` on is stale (it would be discarded) and goes. Returns false, trimming nothing, when a queued READ
 // stream has not reached `psn` yet: the request is then an old duplicate that stream already answers.
 bool Qp::resp_trim_jobs(uint32_t psn) {
-  for (uint32_t i = 0; i < jobs_count_; ++i) {
-    const RespJob& j = jobs_[(jobs_head_ + i) % jobs_.size()];
+  for (uint32_t i = 0; i < resp_.jobs_count; ++i) {
+    const RespJob& j = resp_.jobs[(resp_.jobs_head + i) % resp_.jobs.size()];
     if (j.kind == RespJob::kRead && psn_before(j.psn, psn) &&
         j.left > static_cast<uint64_t>(psn_diff(psn, j.psn)) * mtu())
       return false;
   }
-  while (jobs_count_ && !psn_before(jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()].psn, psn))
-    --jobs_count_;
+  while (resp_.jobs_count &&
+         !psn_before(resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()].psn, psn))
+    --resp_.jobs_count;
   return true;
 }
 
 void Qp::resp_flush_acks() {
-  while (jobs_count_ && jobs_[jobs_head_].kind != RespJob::kRead && resp_send_job(jobs_[jobs_head_])) {
-    jobs_head_ = static_cast<uint32_t>((jobs_head_ + 1) % jobs_.size());
-    --jobs_count_;
+  while (resp_.jobs_count && resp_.jobs[resp_.jobs_head].kind != RespJob::kRead &&
+         resp_send_job(resp_.jobs[resp_.jobs_head])) {
+    resp_.jobs_head = static_cast<uint32_t>((resp_.jobs_head + 1) % resp_.jobs.size());
+    --resp_.jobs_count;
   }
 }
 
 uint32_t Qp::resp_rd_atomic_queued() const {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < jobs_count_; ++i) {
-    const RespJob& j = jobs_[(jobs_head_ + i) % jobs_.size()];
+  for (uint32_t i = 0; i < resp_.jobs_count; ++i) {
+    const RespJob& j = resp_.jobs[(resp_.jobs_head + i) % resp_.jobs.size()];
     n += !j.duplicate && (j.kind == RespJob::kRead || j.kind == RespJob::kAtomicAck);
   }
   return n;
 }
 
 void Qp::resp_queue(const RespJob& job) {
-  if (jobs_count_ == jobs_.size()) {  // full: the requester's retry recovers; counted, never silent
+  if (resp_.jobs_count == resp_.jobs.size()) {  // full: the requester's retry recovers; counted, never silent
     dev_->cnt().add(Counter::kRespQueueFull);
     return;
   }
-  jobs_[(jobs_head_ + jobs_count_++) % jobs_.size()] = job;
+  resp_.jobs[(resp_.jobs_head + resp_.jobs_count++) % resp_.jobs.size()] = job;
 }
 
 // Coalesces ACKs: a queued ACK not yet sent is moved forward instead of queueing another.
 void Qp::resp_queue_ack(uint32_t psn) {
-  unacked_pkts_ = 0;
-  if (jobs_count_) {
-    RespJob& tail = jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()];
+  resp_.unacked_pkts = 0;
+  if (resp_.jobs_count) {
+    RespJob& tail = resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()];
     if (tail.kind == RespJob::kAck) {
       tail.psn = psn;
-      tail.msn = msn_;
+      tail.msn = resp_.msn;
       return;
     }
   }
-  resp_queue(RespJob{RespJob::kAck, false, 0, psn, msn_});
+  resp_queue(RespJob{RespJob::kAck, false, 0, psn, resp_.msn});
 }
 
 uint8_t Qp::resp_credit_code() const {
@@ -524,16 +502,16 @@ uint8_t Qp::resp_credit_code() const {
 
 uint32_t Qp::resp_transmit(uint32_t budget) {
   uint32_t sent = 0;
-  while (sent < budget && jobs_count_) {
-    RespJob& job = jobs_[jobs_head_];
+  while (sent < budget && resp_.jobs_count) {
+    RespJob& job = resp_.jobs[resp_.jobs_head];
     // READ responses are data: they wait for the pacer (CC rate, QP rate limit). What queues behind them
     // waits too: responses leave in PSN order.
     if (job.kind == RespJob::kRead && dev_->now() < pace_next()) break;
     if (!resp_send_job(job)) break;
     ++sent;
-    if (resp_abort_) {  // a READ's region went away: the NAK that replaced its response is out
-      resp_abort_ = false;
-      jobs_count_ = 0;
+    if (resp_.fatal_nak_queued) {  // a READ's region went away: the NAK that replaced its response is out
+      resp_.fatal_nak_queued = false;
+      resp_.jobs_count = 0;
       dev_->raise(EventType::kQpAccessErr, qpn_);
       enter_error();
       break;
@@ -541,8 +519,8 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
     const bool done = job.kind != RespJob::kRead || job.left == 0;
     if (job.kind == RespJob::kRead) job.first = false;
     if (done) {
-      jobs_head_ = static_cast<uint32_t>((jobs_head_ + 1) % jobs_.size());
-      --jobs_count_;
+      resp_.jobs_head = static_cast<uint32_t>((resp_.jobs_head + 1) % resp_.jobs.size());
+      --resp_.jobs_count;
     }
   }
   return sent;
@@ -550,9 +528,9 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
 
 // Sends one packet of `job`. READ jobs send one response per call and advance.
 bool Qp::resp_send_job(RespJob& job) {
-  const cc::IntStack* echo = job.kind != RespJob::kNak && echo_int_.hops ? &echo_int_ : nullptr;
+  const cc::IntStack* echo = job.kind != RespJob::kNak && resp_.echo_int.hops ? &resp_.echo_int : nullptr;
   if (!resp_emit_job(job, echo)) return false;
-  if (echo) echo_int_.hops = 0;  // echoed once: a later response without a new request carries none
+  if (echo) resp_.echo_int.hops = 0;  // echoed once: a later response without a new request carries none
   return true;
 }
 
@@ -587,7 +565,8 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
     job.kind = RespJob::kNak;
     job.syndrome = aeth_syndrome(AethKind::kNak, kNakRemAccess);
     dev_->cnt().add(Counter::kRemAccessNakSent);
-    resp_abort_ = true;  // once the NAK is out (this call, or a later one if no buffer is free now)
+    resp_.fatal_nak_queued =
+        true;  // once the NAK is out (this call, or a later one if no buffer is free now)
     return resp_emit_job(job, nullptr);
   }
   if (!emit(h, &src, 1, 0, len, true, echo)) return false;

@@ -1,6 +1,7 @@
 // Packet emission shared by the requester and the responder: frame construction from the QP's header
 // template, payload gathered straight from registered memory, pacing and CC bookkeeping (send times for RTT
-// samples, INT echo, rate-change accounting).
+// samples, INT echo, rate-change accounting, CNPs handled); and the scheduling entry points the device's
+// engine calls (transmit, has_tx_work, next_timer, next_tx_time).
 #include <algorithm>
 
 #include "transport/device.h"
@@ -94,6 +95,37 @@ void Qp::cc_account() {
 void Qp::replace_cc(std::unique_ptr<cc::Algorithm> algo) {
   cc_ = std::move(algo);
   cc_changes_seen_ = cc_->rate_changes;
+}
+
+// Reaction point (DCQCN RP): a CNP for this QP goes to its algorithm.
+void Qp::on_cnp() {
+  dev_->cnt().add(Counter::kCnpRcvd);
+  ++cnt_.cnp_handled;
+  ++cc_->cnp_handled;
+  cc_->on_cnp(dev_->now());
+  cc_account();
+}
+
+// Scheduling entry points (device.cc).
+
+uint32_t Qp::transmit(uint32_t budget) {
+  // Memory-window operations at the head of the send queue need no packet: they run before the responses,
+  // as an RNIC's send queue runs beside its responder (an invalidation is not held up by a long READ).
+  req_local_ops();
+  // Responses first: they unblock the peer's requester and carry no local backlog.
+  const uint32_t sent = resp_transmit(budget);
+  return sent + req_transmit(budget - sent);
+}
+
+bool Qp::has_tx_work() const { return resp_.jobs_count || req_ready(); }
+
+uint64_t Qp::next_timer() const { return std::min(comp_.retry_deadline, cc_->next_timer_ns()); }
+
+uint64_t Qp::next_tx_time() const {
+  uint64_t t = kNever;
+  if (resp_.jobs_count) t = resp_.jobs[resp_.jobs_head].kind == RespJob::kRead ? pace_next() : 0;
+  if (req_ready()) t = std::min(t, std::max(req_.rnr_until, pace_next()));
+  return t;
 }
 
 }  // namespace uroce

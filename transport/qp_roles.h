@@ -1,0 +1,147 @@
+// The state each protocol role of a QP owns (IBA ch. 9.5-9.9), apart as Linux rxe keeps qp->req, qp->comp
+// and qp->resp: the requester turns send WQEs into request packets (req.cc), the completer turns responses
+// into send completions and retransmissions (comp.cc), the responder turns request packets into memory
+// writes, receive completions and responses (resp.cc). What is not a counter or a PSN is a named state, each
+// with a name table for diagnostics (Qp::debug_state, uroce stats).
+//
+// The send queue itself (its WQEs and the post/send/complete indices) is shared by requester and completer
+// and stays in Qp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "cc/cc.h"
+#include "transport/recv_queue.h"
+
+namespace uroce {
+
+// The name of `e` in `names`, one per enumerator in order; "?" beyond it.
+template <typename E, size_t N>
+constexpr std::string_view state_name(E e, const std::string_view (&names)[N]) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : std::string_view("?");
+}
+
+// --- Requester ---
+
+// Why the requester sends no packet now (Qp::req_wait). kNone: it can, time aside (the pacer and an RNR
+// back-off decide when: Qp::next_tx_time).
+enum class ReqWait : uint8_t {
+  kNone,
+  kIdle,           // every posted WQE has been sent
+  kQpState,        // not RTS or SQD (or in ERR)
+  kLocalError,     // the next WQE failed locally; the completer reports it
+  kWindow,         // the CC window is full
+  kSqDrain,        // SQD: nothing new starts
+  kFence,          // a fenced WQE waits for the READs/ATOMICs before it
+  kRdAtomicLimit,  // max_rd_atomic READs/ATOMICs are outstanding
+  kNoCredit,       // end-to-end flow control: no credit, and a probe is outstanding (IBA 9.7.7.2)
+};
+inline constexpr std::string_view kReqWaitNames[] = {
+    "none", "idle", "qp_state", "local_error", "window", "sq_drain", "fence", "rd_atomic_limit", "no_credit"};
+
+struct Requester {
+  uint32_t npsn = 0;           // next PSN not yet assigned to a WQE
+  uint32_t psn_hw = 0;         // one past the highest PSN ever transmitted (to count retransmissions)
+  uint32_t rd_atomic_out = 0;  // READ/ATOMIC WQEs sent and not yet retired (completed in order)
+  uint32_t pkts_since_ackreq = 0;
+  uint64_t rnr_until = 0;        // no transmission before this (RNR NAK back-off)
+  int64_t credits = 0;           // end-to-end credits left; < 0 = no limit advertised
+  uint32_t credit_msgs_out = 0;  // WQE-consuming messages sent and not acknowledged
+  uint64_t inflight_bytes = 0;   // payload bytes sent and not acknowledged (the CC window's measure)
+};
+
+// --- Completer ---
+
+// Go-back-N after an implicit NAK (a response beyond the one expected: the expected one was lost). The
+// requester rewinds to `rewound_at`; once it has sent that PSN again, a response that falls back below the
+// gap means the new round lost its head too and may rewind again.
+enum class GoBack : uint8_t {
+  kNone,
+  kRewound,  // rewound to rewound_at, not yet sent again
+  kResent,   // rewound_at has been sent again
+};
+inline constexpr std::string_view kGoBackNames[] = {"none", "rewound", "resent"};
+
+struct Completer {
+  uint32_t una = 0;  // oldest PSN not acknowledged
+  uint8_t retry_left = 0;
+  uint8_t rnr_retry_left = 0;
+  uint64_t retry_deadline = UINT64_MAX;  // local ACK timeout
+  GoBack go_back = GoBack::kNone;
+  uint32_t rewound_at = 0;  // with go_back != kNone
+  uint32_t gap_psn = 0;     // the latest response PSN seen beyond rewound_at
+};
+
+// --- Responder ---
+
+// A queued response of the responder. Responses leave in PSN order, so an ACK never overtakes the READ
+// responses before it (the requester would take it as an implicit NAK of the READ).
+struct RespJob {
+  enum Kind : uint8_t { kAck, kNak, kRead, kAtomicAck } kind = kAck;
+  bool duplicate = false;  // kRead/kAtomicAck answering a re-sent request: uses the original's resource
+  uint8_t syndrome = 0;    // kAck: filled at send time with credits; kNak: the NAK code
+  uint32_t psn = 0;        // kRead: PSN of the next response packet
+  uint32_t msn = 0;
+  // kRead
+  uint64_t va = 0;
+  uint64_t left = 0;  // bytes still to send
+  uint32_t rkey = 0;
+  bool first = true;
+  // kAtomicAck
+  uint64_t orig = 0;
+};
+
+// Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
+// from (READs are re-executed, ATOMICs answered with the saved result, never re-applied).
+struct RdAtomicRes {
+  bool valid = false;
+  bool is_atomic = false;
+  uint32_t psn = 0;
+  uint32_t last_psn = 0;
+  uint64_t orig = 0;
+};
+
+// The message the responder is in the middle of: what the next packet's opcode must continue (IBA 9.7.5.1
+// opcode sequence check).
+enum class RespMsg : uint8_t {
+  kIdle,      // between messages: the next packet must start one
+  kSend,      // a multi-packet SEND: MIDDLE or LAST of a SEND comes next
+  kWrite,     // a multi-packet RDMA WRITE: MIDDLE or LAST of a WRITE comes next
+  kDropping,  // UC: a message lost a packet; the rest of it is dropped until one starts
+};
+inline constexpr std::string_view kRespMsgNames[] = {"idle", "send", "write", "dropping"};
+
+// The PSN sequence (IBA 9.7.5.1.1): in order, or a sequence-error NAK is out for epsn and the rest of that
+// round is dropped silently.
+enum class RespSeq : uint8_t { kInOrder, kNakOut };
+inline constexpr std::string_view kRespSeqNames[] = {"in_order", "nak_out"};
+
+struct Responder {
+  uint32_t epsn = 0;  // expected PSN
+  uint32_t msn = 0;
+  RespSeq seq = RespSeq::kInOrder;
+  uint32_t nak_gap_psn = 0;  // with kNakOut: the latest out-of-sequence PSN since that NAK
+  RespMsg msg = RespMsg::kIdle;
+  std::optional<RecvWqe> wqe;  // the receive WQE a SEND (or WRITE with immediate) fills, once taken
+  uint64_t recv_off = 0;       // bytes of the message placed into `wqe`
+  // The multi-packet RDMA WRITE in progress (msg kWrite).
+  uint64_t write_va = 0;
+  uint32_t write_rkey = 0;
+  uint64_t write_left = 0;
+  uint64_t write_len = 0;
+  bool fatal_nak_queued = false;  // a READ's region went away: once its NAK is out the QP goes to ERR
+  std::vector<RdAtomicRes> res;
+  uint32_t res_next = 0;
+  std::vector<RespJob> jobs;  // ring, in PSN order
+  uint32_t jobs_head = 0, jobs_count = 0;
+  uint32_t unacked_pkts = 0;
+  uint64_t next_cnp_ns = 0;  // NP: no CNP before this (min_time_between_cnps)
+  cc::IntStack echo_int;     // the INT stack of the latest request, for the next response to carry back
+  bool comm_est = false;     // the first request in RTR raised the Communication Established event
+};
+
+}  // namespace uroce
