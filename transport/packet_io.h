@@ -1,5 +1,5 @@
 // The burst interface through which the transport sends and receives frames. A DPDK port (pmd_glue/), the
-// in-process loopback and the virtual-time simulator (transport/sim/) implement it; the transport never
+// in-process loopback and the virtual-time simulator (sim/) implement it; the transport never
 // knows which.
 #pragma once
 

@@ -1,34 +1,34 @@
-// The switch model of transport/sim (docs/fabric.md): RED marking, CE marking, PFC frames and lossless
+// The switch model of sim/ (docs/fabric.md): RED marking, CE marking, PFC frames and lossless
 // pause/resume, credit flow control, ECMP hashing and polarization, INT stamping. Raw frames, no transport.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "fabric/fabric.h"
 #include "tests/fabric/fabric_util.h"
-#include "transport/sim/fabric.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::test {
 namespace {
 
-using sim::FabricConfig;
-using sim::FlowControl;
+using fabric::FabricConfig;
+using fabric::FlowControl;
 
 constexpr uint64_t kMacBase = 0x020000000000ULL;
 
 TEST(RedTest, ProbabilityAtKminMidpointKmaxAndAbove) {
-  sim::EcnConfig e;
+  fabric::EcnConfig e;
   e.enabled = true;
   e.kmin_bytes = 100'000;
   e.kmax_bytes = 400'000;
   e.pmax = 0.2;
-  EXPECT_EQ(sim::red_mark_probability(e, 0), 0);
-  EXPECT_EQ(sim::red_mark_probability(e, 100'000), 0);
-  EXPECT_DOUBLE_EQ(sim::red_mark_probability(e, 250'000), 0.1);
-  EXPECT_DOUBLE_EQ(sim::red_mark_probability(e, 400'000), 0.2);
-  EXPECT_EQ(sim::red_mark_probability(e, 400'001), 1);
+  EXPECT_EQ(fabric::red_mark_probability(e, 0), 0);
+  EXPECT_EQ(fabric::red_mark_probability(e, 100'000), 0);
+  EXPECT_DOUBLE_EQ(fabric::red_mark_probability(e, 250'000), 0.1);
+  EXPECT_DOUBLE_EQ(fabric::red_mark_probability(e, 400'000), 0.2);
+  EXPECT_EQ(fabric::red_mark_probability(e, 400'001), 1);
   e.enabled = false;
-  EXPECT_EQ(sim::red_mark_probability(e, 1'000'000), 0);
+  EXPECT_EQ(fabric::red_mark_probability(e, 1'000'000), 0);
 }
 
 TEST(RedTest, SeededDrawsMatchTheProbability) {
@@ -45,10 +45,10 @@ TEST(RedTest, SeededDrawsMatchTheProbability) {
 TEST(EcnMarkTest, SetsCeKeepsIpv4ChecksumAndIcrcValid) {
   RawFlow f;
   std::vector<uint8_t> frame = roce_frame(f);
-  const sim::FrameClass c = sim::classify(frame.data(), static_cast<uint16_t>(frame.size()), 0);
+  const fabric::FrameClass c = fabric::classify(frame.data(), static_cast<uint16_t>(frame.size()), 0);
   EXPECT_TRUE(c.ipv4 && c.roce && c.roce_request);
   EXPECT_EQ(c.prio, 3);
-  ASSERT_TRUE(sim::mark_ce(frame.data(), c));
+  ASSERT_TRUE(fabric::mark_ce(frame.data(), c));
   wire::ParsedPacket p;
   ASSERT_EQ(wire::parse_frame(frame.data(), frame.size(), &p), wire::RxDrop::kNone);
   EXPECT_EQ(p.ecn(), wire::Ecn::kCe);
@@ -56,7 +56,7 @@ TEST(EcnMarkTest, SetsCeKeepsIpv4ChecksumAndIcrcValid) {
   f.tclass = 26 << 2;  // not ECT: never marked
   std::vector<uint8_t> plain = roce_frame(f);
   EXPECT_FALSE(
-      sim::mark_ce(plain.data(), sim::classify(plain.data(), static_cast<uint16_t>(plain.size()), 0)));
+      fabric::mark_ce(plain.data(), fabric::classify(plain.data(), static_cast<uint16_t>(plain.size()), 0)));
 }
 
 TEST(EcnMarkTest, Ipv6TrafficClass) {
@@ -70,29 +70,29 @@ TEST(EcnMarkTest, Ipv6TrafficClass) {
   std::vector<uint8_t> frame(wire::headers_len(h) + payload.size() + wire::trailer_len(payload.size()));
   frame.resize(wire::build_frame(h, {payload.data(), payload.size()}, frame.data()));
   ASSERT_TRUE(
-      sim::mark_ce(frame.data(), sim::classify(frame.data(), static_cast<uint16_t>(frame.size()), 0)));
+      fabric::mark_ce(frame.data(), fabric::classify(frame.data(), static_cast<uint16_t>(frame.size()), 0)));
   wire::ParsedPacket p;
   ASSERT_EQ(wire::parse_frame(frame.data(), frame.size(), &p), wire::RxDrop::kNone);
   EXPECT_EQ(p.ecn(), wire::Ecn::kCe);
 }
 
 TEST(PfcFrameTest, WireFormat) {
-  sim::PfcFrame p;
+  fabric::PfcFrame p;
   p.enable = 1 << 3;
   p.quanta[3] = 0xFFFF;
   uint8_t buf[64];
-  ASSERT_EQ(sim::build_pfc(buf, 0x02AABBCCDDEEULL, p), 60);
+  ASSERT_EQ(fabric::build_pfc(buf, 0x02AABBCCDDEEULL, p), 60);
   const uint8_t head[] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0xAA, 0xBB,
                           0xCC, 0xDD, 0xEE, 0x88, 0x08, 0x01, 0x01, 0x00, 0x08};
   EXPECT_TRUE(std::equal(head, head + sizeof head, buf));
   EXPECT_EQ(buf[18 + 6], 0xFF);  // time[3]
   EXPECT_EQ(buf[18 + 7], 0xFF);
-  sim::PfcFrame q;
-  ASSERT_TRUE(sim::parse_pfc(buf, 60, &q));
+  fabric::PfcFrame q;
+  ASSERT_TRUE(fabric::parse_pfc(buf, 60, &q));
   EXPECT_EQ(q.enable, 1 << 3);
   EXPECT_EQ(q.quanta[3], 0xFFFF);
   EXPECT_EQ(q.quanta[0], 0);
-  EXPECT_EQ(sim::pfc_quanta_ns(0xFFFF, 100'000'000'000ULL), 335'539u);  // 65535 * 512 bits at 100 Gb/s
+  EXPECT_EQ(fabric::pfc_quanta_ns(0xFFFF, 100'000'000'000ULL), 335'539u);  // 65535 * 512 bits at 100 Gb/s
 }
 
 // n senders -> host 0 through one fabric switch, each pumping `frames` 4 KiB WRITE frames.

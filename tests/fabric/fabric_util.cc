@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "transport/sim/fabric.h"
+#include "fabric/fabric.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::test {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "transport/sim/sim_network.h"
+#include "sim/sim_network.h"
 #include "transport/wire/packet.h"
 
 namespace uroce::test {

@@ -19,11 +19,12 @@ refused() {
   fi
 }
 for p in verbs:infiniband/verbs.h rdmacm:rdma/rdma_cma.h dpdk:dpdk/rte_mbuf.h; do
-  refused "${p%%:*}" "layer rule: transport/ and cc/ include no DPDK or libibverbs header (${p#*:})" \
+  refused "${p%%:*}" "layer rule: transport/, cc/, fabric/ and sim/ include no DPDK or libibverbs header (${p#*:})" \
     "a pure layer could include a forbidden header"
 done
 for p in cc_transport:transport/device.h transport_provider:provider/engine.h \
-         transport_runtime:runtime/runtime_dir.h glue_provider:provider/engine.h tools_provider:provider/engine.h; do
+         transport_runtime:runtime/runtime_dir.h transport_fabric:fabric/fabric.h fabric_sim:sim/event_queue.h \
+         glue_provider:provider/engine.h tools_provider:provider/engine.h; do
   refused "${p%%:*}" "${p#*:}: No such file or directory" "its layer could include ${p#*:}"
 done
 for p in ok layer_ok; do

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "sim/sim_network.h"
 #include "transport/device.h"
-#include "transport/sim/sim_network.h"
 
 namespace uroce::test {
 

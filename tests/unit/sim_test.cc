@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "transport/sim/sim_network.h"
+#include "sim/sim_network.h"
 #include "transport/wire/address.h"
 
 namespace uroce::sim {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "transport/sim/fabric.h"
-#include "transport/sim/fabric_queue.h"
+#include "fabric/fabric.h"
+#include "sim/fabric_queue.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
@@ -95,10 +95,10 @@ class PfcStorm final : public sim::SimNode {
     if (net_.now_ns() < next_) return;
     PktBuf* b;
     if (port_.alloc_burst(&b, 1) == 1) {
-      sim::PfcFrame p;
+      fabric::PfcFrame p;
       p.enable = static_cast<uint8_t>(1u << prio_);
       p.quanta[prio_] = 0xFFFF;
-      b->len = sim::build_pfc(b->data, port_.mac(), p);
+      b->len = fabric::build_pfc(b->data, port_.mac(), p);
       if (port_.tx_burst(&b, 1) != 1) port_.free_burst(&b, 1);
     }
     next_ += period_;
@@ -149,7 +149,7 @@ uint32_t Experiment::add_host(const HostConfig& cfg) {
     throw std::runtime_error("host setup failed");
   Host* raw = h.get();
   h->port->set_rx_tap([this, raw](const PktBuf& b, uint64_t) {
-    const sim::FrameClass c = sim::classify(b.data, b.len, 0);
+    const fabric::FrameClass c = fabric::classify(b.data, b.len, 0);
     if (!c.roce_request) return;
     const uint32_t dqpn = wire::bth_dqpn(*reinterpret_cast<const wire::Bth*>(b.data + c.bth_offset));
     for (const auto& [qpn, fi] : raw->rx_flows)

@@ -1,5 +1,5 @@
 // One simulated congestion-control experiment: hosts running the uroce transport with a CC algorithm,
-// switches of the fabric model (transport/sim), long and finite RDMA WRITE flows between hosts, a sampler
+// switches of the fabric model (sim/), long and finite RDMA WRITE flows between hosts, a sampler
 // that records per-flow rates, queue depths, pause frames and CNPs in virtual time, and the summary
 // metrics of docs/cc-results.md. Deterministic: one seed fixes the run.
 #pragma once
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cc/cc.h"
+#include "sim/sim_network.h"
 #include "transport/device.h"
-#include "transport/sim/sim_network.h"
 
 namespace uroce::exp {
 

@@ -12,7 +12,7 @@ constexpr uint64_t kUs = 1000;
 constexpr uint64_t kMs = 1'000'000;
 
 struct Common {
-  sim::FabricConfig fabric;
+  fabric::FabricConfig fabric;
   sim::LinkConfig link;
   HostConfig host;
   uint32_t msg_bytes;
@@ -25,7 +25,7 @@ uint32_t kb(Knobs& k, const std::string& key, uint64_t def_bytes) {
 }
 
 // Reads the knobs every scenario shares, starting from `fabric` as the scenario's defaults.
-Common common(RunOptions& o, const std::string& default_cc, sim::FabricConfig fabric) {
+Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig fabric) {
   Knobs& k = o.knobs;
   Common c;
   c.link.rate_bps = static_cast<uint64_t>(k.num("link_gbps", 100) * 1e9);
@@ -39,13 +39,13 @@ Common common(RunOptions& o, const std::string& default_cc, sim::FabricConfig fa
     throw std::invalid_argument("key 'pmax': must be in [0, 1]");
   if (fabric.ecn.kmax_bytes < fabric.ecn.kmin_bytes)
     throw std::invalid_argument("key 'kmax_kb': below kmin_kb");
-  const std::string fc = k.str("fc", sim::flow_control_name(fabric.flow_control));
+  const std::string fc = k.str("fc", fabric::flow_control_name(fabric.flow_control));
   if (fc == "none") {
-    fabric.flow_control = sim::FlowControl::kNone;
+    fabric.flow_control = fabric::FlowControl::kNone;
   } else if (fc == "pfc") {
-    fabric.flow_control = sim::FlowControl::kPfc;
+    fabric.flow_control = fabric::FlowControl::kPfc;
   } else if (fc == "credit") {
-    fabric.flow_control = sim::FlowControl::kCredit;
+    fabric.flow_control = fabric::FlowControl::kCredit;
   } else {
     throw std::invalid_argument("key 'fc': '" + fc + "' is not none, pfc or credit");
   }
@@ -129,7 +129,7 @@ std::vector<Variant> fair2(RunOptions& o) {
 
 std::vector<Variant> pfc_vs_dcqcn(RunOptions& o) {
   const uint32_t n = count(o.knobs, "n", 16, 2, 64);
-  sim::FabricConfig f = default_fabric();
+  fabric::FabricConfig f = default_fabric();
   Common with_cc = common(o, "dcqcn", f);
   Common pfc_only = with_cc;
   pfc_only.host.cc = "none";
@@ -175,7 +175,7 @@ std::vector<Variant> ecmp(RunOptions& o) {
   const uint32_t qps = count(o.knobs, "qps", 8, 1, 64);
   const double host_gbps = o.knobs.num("host_gbps", 400);
   // A 400 Gb/s host link needs more PFC headroom: rate * (2 * delay) + two frames.
-  sim::FabricConfig fab = default_fabric();
+  fabric::FabricConfig fab = default_fabric();
   fab.pfc_headroom_bytes = 192 * 1024;
   Common c = common(o, "dcqcn", fab);
   sim::LinkConfig host_link = c.link;
@@ -212,12 +212,12 @@ std::vector<Variant> ecmp(RunOptions& o) {
 
 std::vector<Variant> credit_vs_pfc(RunOptions& o) {
   const uint32_t n = count(o.knobs, "n", 16, 2, 64);
-  sim::FabricConfig f = default_fabric();
+  fabric::FabricConfig f = default_fabric();
   f.ecn.enabled = false;
   Common pfc = common(o, "none", f);
-  pfc.fabric.flow_control = sim::FlowControl::kPfc;
+  pfc.fabric.flow_control = fabric::FlowControl::kPfc;
   Common credit = pfc;
-  credit.fabric.flow_control = sim::FlowControl::kCredit;
+  credit.fabric.flow_control = fabric::FlowControl::kCredit;
   return {incast_variant("pfc", n, pfc), incast_variant("credit", n, credit)};
 }
 
@@ -271,7 +271,7 @@ std::vector<Variant> pfc_deadlock(RunOptions& o) {
 
 std::vector<Variant> hpcc_incast(RunOptions& o) {
   const uint32_t n = count(o.knobs, "n", 16, 2, 64);
-  sim::FabricConfig f = default_fabric();
+  fabric::FabricConfig f = default_fabric();
   f.int_enabled = true;
   f.ecn.enabled = false;
   const Common c = common(o, "hpcc", f);
@@ -322,19 +322,19 @@ void Knobs::check() const {
     if (!used_.count(k)) throw std::invalid_argument("unknown key '" + k + "' for this scenario");
 }
 
-sim::FabricConfig default_fabric() {
-  sim::FabricConfig f;
+fabric::FabricConfig default_fabric() {
+  fabric::FabricConfig f;
   f.enabled = true;
   f.ecn.enabled = true;
   f.ecn.kmin_bytes = 50 * 1024;
   f.ecn.kmax_bytes = 400 * 1024;
   f.ecn.pmax = 1.0;
-  f.flow_control = sim::FlowControl::kPfc;
+  f.flow_control = fabric::FlowControl::kPfc;
   return f;
 }
 
-sim::SimSwitch& build_star(Experiment& e, uint32_t n, const HostConfig& host, const sim::FabricConfig& fabric,
-                           const sim::LinkConfig& link) {
+sim::SimSwitch& build_star(Experiment& e, uint32_t n, const HostConfig& host,
+                           const fabric::FabricConfig& fabric, const sim::LinkConfig& link) {
   sim::SwitchConfig sc;
   sc.fabric = fabric;
   sc.buffer_frames = static_cast<uint32_t>(fabric.buffer_bytes / 1024 + 256);

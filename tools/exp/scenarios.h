@@ -52,9 +52,9 @@ const std::vector<Scenario>& scenarios();
 const Scenario* find_scenario(const std::string& name);
 
 // Shared builders (also used by bench_cc_sim and tests/fabric).
-sim::FabricConfig default_fabric();
+fabric::FabricConfig default_fabric();
 // One switch with `n` hosts (host i on port i), every link `link`. Returns the switch.
-sim::SimSwitch& build_star(Experiment& e, uint32_t n, const HostConfig& host, const sim::FabricConfig& fabric,
-                           const sim::LinkConfig& link);
+sim::SimSwitch& build_star(Experiment& e, uint32_t n, const HostConfig& host,
+                           const fabric::FabricConfig& fabric, const sim::LinkConfig& link);
 
 }  // namespace uroce::exp

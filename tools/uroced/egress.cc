@@ -40,12 +40,12 @@ uint64_t Xorshift64::next() {
 
 bool Red::select(uint64_t q) {
   // The marking profile is the simulator's (DCQCN paper: 0 up to kmin, a ramp to pmax at kmax, 1 above).
-  sim::EcnConfig e;
+  fabric::EcnConfig e;
   e.enabled = p_.enabled;
   e.kmin_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmin, UINT32_MAX));
   e.kmax_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmax, UINT32_MAX));
   e.pmax = p_.pmax;
-  const double p = sim::red_mark_probability(e, q);
+  const double p = fabric::red_mark_probability(e, q);
   if (p <= 0) return false;
   if (p >= 1) return true;
   return rng_.unit() < p;

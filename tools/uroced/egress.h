@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "transport/sim/fabric.h"
+#include "fabric/fabric.h"
 
 namespace uroce::uroced {
 
@@ -36,8 +36,8 @@ class TokenBucket {
 
 // RED with ECN only (as DCQCN-era switches are configured): a frame enqueued while the queue holds q bytes
 // is selected with probability 0 up to kmin, pmax * (q - kmin) / (kmax - kmin) up to kmax, and 1 above
-// (sim::red_mark_probability, the simulator's profile). A selected ECT frame is marked CE; a selected Not-ECT
-// frame passes unmarked (and is counted): RED never drops here, the buffer limit does.
+// (fabric::red_mark_probability, the simulator's profile). A selected ECT frame is marked CE; a selected
+// Not-ECT frame passes unmarked (and is counted): RED never drops here, the buffer limit does.
 struct RedParams {
   bool enabled = false;
   uint64_t kmin = 0;  // bytes
@@ -86,9 +86,9 @@ class Loss {
   Xorshift64 rng_;
 };
 
-// CE marking is the simulator's (transport/sim/fabric.h), shared: an Ethernet frame of `len` bytes, in
+// CE marking is the simulator's (fabric/fabric.h), shared: an Ethernet frame of `len` bytes, in
 // place, with or without one 802.1Q tag.
-using sim::EcnResult;
-inline EcnResult mark_ce(uint8_t* frame, uint32_t len) { return sim::mark_ce_frame(frame, len); }
+using fabric::EcnResult;
+inline EcnResult mark_ce(uint8_t* frame, uint32_t len) { return fabric::mark_ce_frame(frame, len); }
 
 }  // namespace uroce::uroced

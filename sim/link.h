@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "transport/sim/counters.h"
-#include "transport/sim/egress_queue.h"
-#include "transport/sim/event_queue.h"
-#include "transport/sim/rng.h"
+#include "sim/counters.h"
+#include "sim/egress_queue.h"
+#include "sim/event_queue.h"
+#include "sim/rng.h"
 
 namespace uroce::sim {
 

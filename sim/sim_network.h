@@ -18,12 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "sim/event_queue.h"
+#include "sim/link.h"
+#include "sim/rng.h"
+#include "sim/sim_port.h"
+#include "sim/sim_switch.h"
 #include "transport/clock.h"
-#include "transport/sim/event_queue.h"
-#include "transport/sim/link.h"
-#include "transport/sim/rng.h"
-#include "transport/sim/sim_port.h"
-#include "transport/sim/sim_switch.h"
 
 namespace uroce::sim {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/buffer_pool.h"
 #include "transport/clock.h"
-#include "transport/sim/buffer_pool.h"
 
 namespace uroce::sim {
 

@@ -1,8 +1,8 @@
-#include "transport/sim/fabric_queue.h"
+#include "sim/fabric_queue.h"
 
 #include <algorithm>
 
-#include "transport/sim/link.h"
+#include "sim/link.h"
 
 namespace uroce::sim {
 
@@ -12,8 +12,8 @@ FabricQueue::FabricQueue(QueueOwner* owner, uint32_t port, bool int_enabled, uin
       port_(port),
       int_enabled_(int_enabled),
       credit_mask_(credit_mask),
-      credit_limit_(credit_vl_bytes / kCreditBlock) {
-  for (int p = 0; p < kPriorities; ++p) {
+      credit_limit_(credit_vl_bytes / fabric::kCreditBlock) {
+  for (int p = 0; p < fabric::kPriorities; ++p) {
     credits_[p] = credit_limit_;
     pause_since_[p] = kNever;
   }
@@ -35,7 +35,7 @@ uint64_t FabricQueue::rate_bps() const { return link_ ? link_->config().rate_bps
 bool FabricQueue::enqueue(const SimFrame& f, uint64_t /*now*/) {
   FrameMeta& m = BufferPool::meta(f.buf);
   if (!m.classified) {
-    const FrameClass c = classify(f.buf->data, f.buf->len, 0);
+    const fabric::FrameClass c = fabric::classify(f.buf->data, f.buf->len, 0);
     m.prio = c.prio;
     m.roce_request = c.roce_request;
     m.classified = true;
@@ -56,7 +56,7 @@ void FabricQueue::send_control(const SimFrame& f, uint64_t now) {
 bool FabricQueue::eligible(uint8_t p, uint64_t now) {
   if (q_[p].empty() || pause_until_[p] > now) return false;
   if (credit_limit_ != 0 && (credit_mask_ >> p & 1)) {
-    if (credits_[p] < credit_blocks(q_[p].front().buf->len)) {
+    if (credits_[p] < fabric::credit_blocks(q_[p].front().buf->len)) {
       ++stats_.credit_stall;
       return false;
     }
@@ -70,14 +70,14 @@ bool FabricQueue::dequeue(SimFrame* f, uint64_t now) {
     tx_bytes_ += f->buf->len;
     return true;
   }
-  for (int p = kPriorities - 1; p >= 0; --p) {
+  for (int p = fabric::kPriorities - 1; p >= 0; --p) {
     if (!eligible(static_cast<uint8_t>(p), now)) continue;
     *f = q_[p].pop();
     const uint32_t len = f->buf->len;
     prio_bytes_[p] -= len;
     --frames_;
     bytes_ -= len;
-    if (credit_limit_ != 0 && (credit_mask_ >> p & 1)) credits_[p] -= credit_blocks(len);
+    if (credit_limit_ != 0 && (credit_mask_ >> p & 1)) credits_[p] -= fabric::credit_blocks(len);
     tx_bytes_ += len;
     if (int_enabled_ && BufferPool::meta(f->buf).roce_request) stamp_int(f->buf, now);
     if (owner_) owner_->on_leave(port_, *f, now);
@@ -103,12 +103,12 @@ void FabricQueue::account_pause(uint8_t p, uint64_t now) {
   pause_since_[p] = kNever;
 }
 
-void FabricQueue::apply_pfc(const PfcFrame& pfc, uint64_t now) {
+void FabricQueue::apply_pfc(const fabric::PfcFrame& pfc, uint64_t now) {
   ++stats_.pause_rx;
   bool resumed = false;
-  for (int p = 0; p < kPriorities; ++p) {
+  for (int p = 0; p < fabric::kPriorities; ++p) {
     if (!(pfc.enable >> p & 1)) continue;
-    const uint64_t until = now + pfc_quanta_ns(pfc.quanta[p], rate_bps());
+    const uint64_t until = now + fabric::pfc_quanta_ns(pfc.quanta[p], rate_bps());
     if (pause_until_[p] > now) account_pause(static_cast<uint8_t>(p), now);
     pause_until_[p] = until;
     if (until > now) {

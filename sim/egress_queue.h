@@ -11,8 +11,8 @@
 #include <functional>
 #include <memory>
 
-#include "transport/sim/buffer_pool.h"
-#include "transport/sim/ring.h"
+#include "sim/buffer_pool.h"
+#include "sim/ring.h"
 
 namespace uroce::sim {
 

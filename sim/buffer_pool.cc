@@ -1,4 +1,4 @@
-#include "transport/sim/buffer_pool.h"
+#include "sim/buffer_pool.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "transport/sim/egress_queue.h"
+#include "sim/egress_queue.h"
 
 namespace uroce::sim {
 

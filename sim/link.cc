@@ -1,4 +1,4 @@
-#include "transport/sim/link.h"
+#include "sim/link.h"
 
 namespace uroce::sim {
 

@@ -9,9 +9,8 @@
 #include <cstdint>
 
 #include "transport/packet_io.h"
-#include "transport/sim/rng.h"
 
-namespace uroce::sim {
+namespace uroce::fabric {
 
 constexpr int kPriorities = 8;
 
@@ -105,4 +104,4 @@ inline uint64_t pfc_quanta_ns(uint16_t quanta, uint64_t rate_bps) {
   return rate_bps == 0 ? 0 : uint64_t{quanta} * 512 * 1'000'000'000 / rate_bps;
 }
 
-}  // namespace uroce::sim
+}  // namespace uroce::fabric

@@ -15,10 +15,10 @@
 
 #include <cstdint>
 
-#include "transport/sim/egress_queue.h"
-#include "transport/sim/event_queue.h"
-#include "transport/sim/fabric.h"
-#include "transport/sim/ring.h"
+#include "fabric/fabric.h"
+#include "sim/egress_queue.h"
+#include "sim/event_queue.h"
+#include "sim/ring.h"
 
 namespace uroce::sim {
 
@@ -59,7 +59,7 @@ class FabricQueue final : public EgressQueue, public EventTarget {
   // Sends a MAC control frame ahead of all data (takes over the reference).
   void send_control(const SimFrame& f, uint64_t now);
   // Applies a received PFC frame: each enabled priority pauses for its quanta (0: resumes now).
-  void apply_pfc(const PfcFrame& p, uint64_t now);
+  void apply_pfc(const fabric::PfcFrame& p, uint64_t now);
   bool paused(uint8_t prio, uint64_t now) const { return pause_until_[prio] > now; }
   // Credits returned by the receiver arrive at `at` (>= now).
   void return_credits(uint8_t vl, uint32_t blocks, uint64_t at);
@@ -85,11 +85,12 @@ class FabricQueue final : public EgressQueue, public EventTarget {
   Link* link_ = nullptr;
   EventQueue* events_ = nullptr;
   Ring<SimFrame> ctrl_;
-  Ring<SimFrame> q_[kPriorities];
-  size_t prio_bytes_[kPriorities] = {};
-  uint64_t pause_until_[kPriorities] = {};
-  uint64_t pause_since_[kPriorities] = {};  // start of the current paused interval (kNever: not paused)
-  uint32_t credits_[kPriorities] = {};
+  Ring<SimFrame> q_[fabric::kPriorities];
+  size_t prio_bytes_[fabric::kPriorities] = {};
+  uint64_t pause_until_[fabric::kPriorities] = {};
+  uint64_t pause_since_[fabric::kPriorities] =
+      {};  // start of the current paused interval (kNever: not paused)
+  uint32_t credits_[fabric::kPriorities] = {};
   size_t frames_ = 0, bytes_ = 0;
   uint64_t tx_bytes_ = 0;
   QueueStats stats_;

@@ -1,4 +1,4 @@
-#include "transport/sim/sim_switch.h"
+#include "sim/sim_switch.h"
 
 #include "transport/wire/address.h"
 

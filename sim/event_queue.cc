@@ -1,4 +1,4 @@
-#include "transport/sim/event_queue.h"
+#include "sim/event_queue.h"
 
 #include <algorithm>
 

@@ -22,14 +22,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/sim/buffer_pool.h"
-#include "transport/sim/counters.h"
-#include "transport/sim/egress_queue.h"
-#include "transport/sim/event_queue.h"
-#include "transport/sim/fabric.h"
-#include "transport/sim/fabric_queue.h"
-#include "transport/sim/link.h"
-#include "transport/sim/rng.h"
+#include "fabric/fabric.h"
+#include "sim/buffer_pool.h"
+#include "sim/counters.h"
+#include "sim/egress_queue.h"
+#include "sim/event_queue.h"
+#include "sim/fabric_queue.h"
+#include "sim/link.h"
+#include "sim/rng.h"
 #include "transport/wire/address.h"
 
 namespace uroce::sim {
@@ -38,8 +38,8 @@ struct SwitchConfig {
   uint32_t buffer_frames = 4096;
   uint16_t max_frame = 4224;
   bool learn = true;
-  QueueFactory egress_queue;  // null: FifoQueue with each egress link's queue_limit_bytes
-  FabricConfig fabric;        // enabled: the fabric model (egress_queue is then ignored)
+  QueueFactory egress_queue;    // null: FifoQueue with each egress link's queue_limit_bytes
+  fabric::FabricConfig fabric;  // enabled: the fabric model (egress_queue is then ignored)
 };
 
 // Per switch port, fabric model only. Drops are counted at the egress port the frame was headed for.
@@ -89,9 +89,9 @@ class SimSwitch final : public QueueOwner, public EventTarget {
   friend class SimNetwork;
 
   struct IngressAcct {
-    uint64_t bytes[kPriorities] = {};
-    bool xoff[kPriorities] = {};
-    bool refresh_pending[kPriorities] = {};
+    uint64_t bytes[fabric::kPriorities] = {};
+    bool xoff[fabric::kPriorities] = {};
+    bool refresh_pending[fabric::kPriorities] = {};
   };
 
   // The sink that the attached device's uplink delivers to.

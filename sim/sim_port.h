@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <functional>
 
+#include "sim/buffer_pool.h"
+#include "sim/counters.h"
+#include "sim/link.h"
+#include "sim/ring.h"
 #include "transport/packet_io.h"
-#include "transport/sim/buffer_pool.h"
-#include "transport/sim/counters.h"
-#include "transport/sim/link.h"
-#include "transport/sim/ring.h"
 
 namespace uroce::sim {
 

@@ -1,10 +1,10 @@
-#include "transport/sim/sim_port.h"
+#include "sim/sim_port.h"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "transport/sim/fabric_queue.h"
-#include "transport/sim/sim_network.h"
+#include "sim/fabric_queue.h"
+#include "sim/sim_network.h"
 
 namespace uroce::sim {
 
@@ -60,8 +60,8 @@ void SimPort::free_burst(PktBuf** bufs, uint16_t n) {
 }
 
 void SimPort::receive(const SimFrame& f, uint64_t now) {
-  PfcFrame pfc;
-  if (parse_pfc(f.buf->data, f.buf->len, &pfc)) {
+  fabric::PfcFrame pfc;
+  if (fabric::parse_pfc(f.buf->data, f.buf->len, &pfc)) {
     // MAC control frames end in the MAC: the transport never sees them.
     ++counters_.pfc_rx;
     if (auto* q = dynamic_cast<FabricQueue*>(uplink_ ? &uplink_->queue() : nullptr)) q->apply_pfc(pfc, now);
@@ -69,10 +69,10 @@ void SimPort::receive(const SimFrame& f, uint64_t now) {
   }
   if (credit_feeder_ != nullptr) {
     // The NIC's receive buffer drains at once (into the pool or, without a buffer, to a drop).
-    const FrameClass c = classify(f.buf->data, f.buf->len, 0);
+    const fabric::FrameClass c = fabric::classify(f.buf->data, f.buf->len, 0);
     if (credit_mask_ >> c.prio & 1)
       static_cast<FabricQueue&>(credit_feeder_->queue())
-          .return_credits(c.prio, credit_blocks(f.buf->len), now + credit_feeder_->config().delay_ns);
+          .return_credits(c.prio, fabric::credit_blocks(f.buf->len), now + credit_feeder_->config().delay_ns);
   }
   if (f.buf->len > pool_.frame_cap()) {
     ++counters_.rx_oversize;

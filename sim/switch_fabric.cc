@@ -3,7 +3,7 @@
 // on departure release it all again.
 #include <algorithm>
 
-#include "transport/sim/sim_switch.h"
+#include "sim/sim_switch.h"
 #include "transport/wire/address.h"
 
 namespace uroce::sim {
@@ -14,14 +14,14 @@ const std::vector<uint32_t>* SimSwitch::route(uint64_t mac) const {
 }
 
 std::unique_ptr<EgressQueue> SimSwitch::make_fabric_queue(uint32_t port) {
-  const FabricConfig& fc = cfg_.fabric;
+  const fabric::FabricConfig& fc = cfg_.fabric;
   return std::make_unique<FabricQueue>(this, port, fc.int_enabled,
-                                       fc.flow_control == FlowControl::kCredit ? fc.credit_bytes : 0,
+                                       fc.flow_control == fabric::FlowControl::kCredit ? fc.credit_bytes : 0,
                                        fc.lossless_mask);
 }
 
 bool SimSwitch::admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t len) {
-  const FabricConfig& fc = cfg_.fabric;
+  const fabric::FabricConfig& fc = cfg_.fabric;
   SwitchPortCounters& c = port_cnt_[out];
   if (used_ + len > fc.buffer_bytes) {
     ++c.drop_buffer;
@@ -29,11 +29,12 @@ bool SimSwitch::admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t le
   }
   if (m.lossless) {
     const uint64_t held = ing_[in].bytes[m.prio] + len;
-    if (fc.flow_control == FlowControl::kPfc && held > uint64_t{fc.pfc_xoff_bytes} + fc.pfc_headroom_bytes) {
+    if (fc.flow_control == fabric::FlowControl::kPfc &&
+        held > uint64_t{fc.pfc_xoff_bytes} + fc.pfc_headroom_bytes) {
       ++c.drop_headroom;
       return false;
     }
-    if (fc.flow_control == FlowControl::kCredit && held > fc.credit_bytes) {
+    if (fc.flow_control == fabric::FlowControl::kCredit && held > fc.credit_bytes) {
       ++c.drop_credit;
       return false;
     }
@@ -50,32 +51,32 @@ bool SimSwitch::admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t le
 }
 
 void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
-  const FabricConfig& fc = cfg_.fabric;
+  const fabric::FabricConfig& fc = cfg_.fabric;
   ++port_cnt_[in].rx_frames;
   const uint16_t len = f.buf->len;
   if (len < 14) {
     ++counters_.runt;
     return;
   }
-  PfcFrame pfc;
-  if (parse_pfc(f.buf->data, len, &pfc)) {
+  fabric::PfcFrame pfc;
+  if (fabric::parse_pfc(f.buf->data, len, &pfc)) {
     ++port_cnt_[in].pfc_rx;
     fabric_queue(in).apply_pfc(pfc, now);
     return;
   }
-  const FrameClass cls = classify(f.buf->data, len, fc.ecmp_salt);
+  const fabric::FrameClass cls = fabric::classify(f.buf->data, len, fc.ecmp_salt);
   FrameMeta m;
   m.in_port = static_cast<uint16_t>(in);
   m.prio = cls.prio;
-  m.lossless = fc.flow_control != FlowControl::kNone && (fc.lossless_mask >> cls.prio & 1);
+  m.lossless = fc.flow_control != fabric::FlowControl::kNone && (fc.lossless_mask >> cls.prio & 1);
   m.roce_request = cls.roce_request;
   m.ect = cls.ecn == 1 || cls.ecn == 2;
   m.classified = true;
   // Credits of a frame that never gets a departure must still go back, or the link starves.
   auto give_back_credits = [&] {
-    if (m.lossless && fc.flow_control == FlowControl::kCredit && feeder_[in] != nullptr)
+    if (m.lossless && fc.flow_control == fabric::FlowControl::kCredit && feeder_[in] != nullptr)
       static_cast<FabricQueue&>(feeder_[in]->queue())
-          .return_credits(m.prio, credit_blocks(len), now + feeder_[in]->config().delay_ns);
+          .return_credits(m.prio, fabric::credit_blocks(len), now + feeder_[in]->config().delay_ns);
   };
 
   const uint64_t dst = wire::mac_to_u64(f.buf->data);
@@ -108,7 +109,7 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
   BufferPool::meta(b) = m;
   used_ += len;
   if (m.lossless) ing_[in].bytes[m.prio] += len;
-  if (m.lossless && fc.flow_control == FlowControl::kPfc && !ing_[in].xoff[m.prio] &&
+  if (m.lossless && fc.flow_control == fabric::FlowControl::kPfc && !ing_[in].xoff[m.prio] &&
       ing_[in].bytes[m.prio] >= fc.pfc_xoff_bytes)
     send_pfc(in, m.prio, true, now);
   ++counters_.forwarded;
@@ -118,23 +119,23 @@ void SimSwitch::forward_fabric(uint32_t in, const SimFrame& f, uint64_t now) {
 void SimSwitch::on_leave(uint32_t port, const SimFrame& f, uint64_t now) {
   const FrameMeta& m = BufferPool::meta(f.buf);
   const uint32_t len = f.buf->len;
-  const FabricConfig& fc = cfg_.fabric;
+  const fabric::FabricConfig& fc = cfg_.fabric;
   // ECN is marked as the frame leaves, on the depth of the queue it leaves behind (as shared-buffer switch
   // ASICs and the ns-3 HPCC model do): the mark carries the newest state, without the queueing delay.
   if (fc.ecn.enabled && m.ect && BufferPool::refs(f.buf) == 1 &&
-      rng_.chance(red_mark_probability(fc.ecn, fabric_queue(port).prio_bytes(m.prio))) &&
-      mark_ce(f.buf->data, classify(f.buf->data, f.buf->len, 0)))
+      rng_.chance(fabric::red_mark_probability(fc.ecn, fabric_queue(port).prio_bytes(m.prio))) &&
+      fabric::mark_ce(f.buf->data, fabric::classify(f.buf->data, f.buf->len, 0)))
     ++port_cnt_[port].ecn_marked;
   used_ -= len;
   if (!m.lossless) return;
   IngressAcct& a = ing_[m.in_port];
   a.bytes[m.prio] -= len;
-  if (fc.flow_control == FlowControl::kPfc && a.xoff[m.prio] && a.bytes[m.prio] < fc.pfc_xon_bytes)
+  if (fc.flow_control == fabric::FlowControl::kPfc && a.xoff[m.prio] && a.bytes[m.prio] < fc.pfc_xon_bytes)
     send_pfc(m.in_port, m.prio, false, now);
-  if (fc.flow_control == FlowControl::kCredit && feeder_[m.in_port] != nullptr) {
+  if (fc.flow_control == fabric::FlowControl::kCredit && feeder_[m.in_port] != nullptr) {
     Link* l = feeder_[m.in_port];
     static_cast<FabricQueue&>(l->queue())
-        .return_credits(m.prio, credit_blocks(len), now + l->config().delay_ns);
+        .return_credits(m.prio, fabric::credit_blocks(len), now + l->config().delay_ns);
   }
 }
 
@@ -143,16 +144,16 @@ void SimSwitch::send_pfc(uint32_t port, uint8_t prio, bool xoff, uint64_t now) {
   a.xoff[prio] = xoff;
   PktBuf* b = pool_.alloc();
   if (b == nullptr) return;  // no memory for a control frame: a refresh retries XOFF
-  PfcFrame p;
+  fabric::PfcFrame p;
   p.enable = static_cast<uint8_t>(1u << prio);
   p.quanta[prio] = xoff ? cfg_.fabric.pfc_quanta : 0;
-  b->len = build_pfc(b->data, port_mac(port), p);
+  b->len = fabric::build_pfc(b->data, port_mac(port), p);
   BufferPool::meta(b).classified = true;
   ++(xoff ? port_cnt_[port].pfc_xoff_sent : port_cnt_[port].pfc_xon_sent);
   fabric_queue(port).send_control(SimFrame{b}, now);
   if (xoff && !a.refresh_pending[prio] && events_ != nullptr) {
     a.refresh_pending[prio] = true;
-    const uint64_t half = pfc_quanta_ns(cfg_.fabric.pfc_quanta, egress_[port]->config().rate_bps) / 2;
+    const uint64_t half = fabric::pfc_quanta_ns(cfg_.fabric.pfc_quanta, egress_[port]->config().rate_bps) / 2;
     events_->schedule(now + std::max<uint64_t>(half, 1), this, port << 3 | prio);
   }
 }

@@ -1,4 +1,4 @@
-#include "transport/sim/sim_network.h"
+#include "sim/sim_network.h"
 
 #include <algorithm>
 
@@ -58,8 +58,8 @@ uint32_t SimNetwork::attach(SimPort& p, SimSwitch& sw, const LinkConfig& up, con
   const uint32_t port = sw.add_port(p.mac());
   if (sw.fabric()) {
     // The host's NIC obeys PFC and link credits too: its uplink is a FabricQueue without an owner.
-    const FabricConfig& fc = sw.config().fabric;
-    const bool credit = fc.flow_control == FlowControl::kCredit;
+    const fabric::FabricConfig& fc = sw.config().fabric;
+    const bool credit = fc.flow_control == fabric::FlowControl::kCredit;
     Link& uplink = add_link(
         up, sw.ingress(port),
         std::make_unique<FabricQueue>(nullptr, 0, false, credit ? fc.credit_bytes : 0, fc.lossless_mask));

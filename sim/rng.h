@@ -6,15 +6,11 @@
 #include <cstdint>
 #include <random>
 
+#include "fabric/hash.h"
+
 namespace uroce::sim {
 
-// SplitMix64 finaliser: turns (seed, stream index) into distinct, well-mixed generator seeds.
-constexpr uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using fabric::splitmix64;  // turns (seed, stream index) into distinct, well-mixed generator seeds
 
 // Draws are computed here instead of with std::*_distribution, whose output is library-specific: a seed
 // gives the same run with libstdc++ and libc++.

@@ -1,13 +1,13 @@
-#include "transport/sim/fabric.h"
+#include "fabric/fabric.h"
 
 #include <cstring>
 
-#include "transport/sim/sim_switch.h"
+#include "fabric/hash.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 #include "transport/wire/opcode.h"
 
-namespace uroce::sim {
+namespace uroce::fabric {
 namespace {
 
 using wire::be16;
@@ -163,4 +163,4 @@ bool parse_pfc(const uint8_t* f, uint16_t len, PfcFrame* out) {
   return true;
 }
 
-}  // namespace uroce::sim
+}  // namespace uroce::fabric
