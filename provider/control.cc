@@ -114,6 +114,17 @@ json qp_json(const QpSnapshot& q) {
               {"detail", q.detail}};
 }
 
+// The device's counters under their mlx5/rxe hw_counters and IB PMA names (transport/counters.h), as
+// two objects "hw_counters" and "counters" (the sysfs directory names) added to `out`.
+void add_std_counters(const Counters& c, json& out) {
+  // Built apart: a reference into an ordered_json does not survive the insertion of a sibling.
+  json hw = json::object(), pma = json::object();
+  for (const StdCounter& s : kStdCounters)
+    (s.kind == StdCounterKind::kHw ? hw : pma)[s.name] = std_counter_value(s, c);
+  out["hw_counters"] = std::move(hw);
+  out["counters"] = std::move(pma);
+}
+
 json stats_object(const ControlSource& src) {
   const Snapshot s = take_snapshot(src);
   json out{{"ok", true},
@@ -126,6 +137,7 @@ json stats_object(const ControlSource& src) {
   json& dev = out["device"] = json::object();
   for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
     dev[counter_name(static_cast<Counter>(i))] = s.dev.n[i];
+  add_std_counters(s.dev, out);
   json& drops = out["rx_drops"] = json::object();
   for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
     drops[wire::rx_drop_name(static_cast<wire::RxDrop>(i))] = s.drops.n[i];
@@ -349,10 +361,21 @@ json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
     out["control_refused"] = refused;
     return out;
   }
+  if (name == "hw_counters") {
+    Counters cnt;
+    {
+      std::lock_guard lock(*src.mu);
+      cnt = src.dev->counters();
+    }
+    json out{{"ok", true}, {"dev", src.ibdev}, {"port", 1}};
+    add_std_counters(cnt, out);
+    return out;
+  }
   if (name == "capture_start") return capture_start(req, c);
   if (name == "capture_status") return capture_status();
   if (name == "capture_stop") return capture_stop();
-  return error_reply("unknown cmd '" + name + "' (stats, capture_start, capture_status, capture_stop)");
+  return error_reply("unknown cmd '" + name +
+                     "' (stats, hw_counters, capture_start, capture_status, capture_stop)");
 }
 
 json ControlEndpoint::Impl::capture_start(const json& req, Client& client) {
