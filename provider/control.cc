@@ -40,7 +40,7 @@ constexpr size_t kMaxPassedFds = 4;
 const char* qp_type_name(QpType t) { return t == QpType::kRc ? "RC" : t == QpType::kUc ? "UC" : "UD"; }
 
 struct QpSnapshot {
-  uint32_t qpn = 0, dest_qpn = 0;
+  uint32_t qpn = 0, dest_qpn = 0, sq_psn = 0, rq_psn = 0;
   QpType type = QpType::kRc;
   QpState state = QpState::kReset;
   QpCounters cnt;
@@ -74,6 +74,8 @@ Snapshot take_snapshot(const ControlSource& src) {
     QpSnapshot q;
     q.qpn = qpn;
     q.dest_qpn = qp->attr().dest_qp_num;
+    q.sq_psn = qp->attr().sq_psn;
+    q.rq_psn = qp->attr().rq_psn;
     q.type = qp->type();
     q.state = qp->state();
     q.cnt = qp->counters();
@@ -371,11 +373,24 @@ json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
     add_std_counters(cnt, out);
     return out;
   }
+  if (name == "qps") {
+    // What RDMA netlink's RES_QP_GET reports, by number (IB QP type and state values).
+    const Snapshot snap = take_snapshot(src);
+    json out{{"ok", true}, {"dev", src.ibdev}, {"qps", json::array()}};
+    for (const QpSnapshot& q : snap.qps)
+      out["qps"].push_back({{"qpn", q.qpn},
+                            {"qp_type", static_cast<unsigned>(q.type)},
+                            {"qp_state", static_cast<unsigned>(q.state)},
+                            {"dest_qpn", q.dest_qpn},
+                            {"sq_psn", q.sq_psn},
+                            {"rq_psn", q.rq_psn}});
+    return out;
+  }
   if (name == "capture_start") return capture_start(req, c);
   if (name == "capture_status") return capture_status();
   if (name == "capture_stop") return capture_stop();
   return error_reply("unknown cmd '" + name +
-                     "' (stats, hw_counters, capture_start, capture_status, capture_stop)");
+                     "' (stats, hw_counters, qps, capture_start, capture_status, capture_stop)");
 }
 
 json ControlEndpoint::Impl::capture_start(const json& req, Client& client) {

@@ -1,6 +1,6 @@
-// Asks the running uroce processes for their counters (live_counters.h). No libstdc++: fixed buffers, the
-// runtime directory rule of runtime/runtime_dir.h redone with lstat, and a scanner for the flat
-// "name":number pairs of the {"cmd":"hw_counters"} reply.
+// Asks the running uroce processes for their counters and QPs (live_counters.h). No libstdc++: fixed buffers,
+// the runtime directory rule of runtime/runtime_dir.h redone with lstat, and scanners for the flat
+// "name":number pairs of the {"cmd":"hw_counters"} and {"cmd":"qps"} replies.
 #define _GNU_SOURCE 1
 #include "provider/shim/live_counters.h"
 
@@ -82,8 +82,9 @@ void add_reply(const char* s, uint64_t* out) {
   }
 }
 
-// One {"cmd":"hw_counters"} request; false when the process does not answer as expected.
-bool ask(const char* sock_path, uint64_t* out) {
+// One request line `req` to the endpoint at sock_path; its reply line, NUL-terminated, in buf. False when the
+// process does not answer as expected (or the reply does not fit).
+bool request(const char* sock_path, const char* req, char* buf, size_t size) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (std::strlen(sock_path) >= sizeof addr.sun_path) return false;
@@ -93,13 +94,13 @@ bool ask(const char* sock_path, uint64_t* out) {
   const timeval tv{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  static const char kReq[] = "{\"cmd\":\"hw_counters\"}\n";
-  char buf[8192];
+  const size_t req_len = std::strlen(req);
   size_t got = 0;
   bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
-            send(fd, kReq, sizeof kReq - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof kReq - 1);
+            send(fd, req, req_len, MSG_NOSIGNAL) == static_cast<ssize_t>(req_len);
+  buf[0] = '\0';
   while (ok) {
-    const ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+    const ssize_t n = recv(fd, buf + got, size - 1 - got, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ok = false;
@@ -108,15 +109,67 @@ bool ask(const char* sock_path, uint64_t* out) {
     got += static_cast<size_t>(n);
     buf[got] = '\0';
     if (std::memchr(buf, '\n', got) != nullptr) break;
-    if (got == sizeof buf - 1) ok = false;
+    if (got == size - 1) ok = false;
   }
   close(fd);
-  if (!ok || std::strstr(buf, "\"ok\":true") == nullptr) return false;
-  add_reply(buf, out);
-  return true;
+  return ok && std::strstr(buf, "\"ok\":true") != nullptr;
+}
+
+// Calls fn(ctx, path) for the control socket of every live process that has `dev` open.
+template <typename Fn>
+void for_each_endpoint(const char* dev, Fn fn) {
+  char dir[PATH_MAX];
+  if (!ctl_dir(dir, sizeof dir)) return;
+  DIR* d = opendir(dir);
+  if (d == nullptr) return;
+  while (const dirent* e = readdir(d)) {
+    const pid_t pid = socket_pid(e->d_name, dev);
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) continue;  // a dead process's socket
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= static_cast<int>(sizeof path)) continue;
+    fn(pid, path);
+  }
+  closedir(d);
+}
+
+// The number after "key": inside [s, end), or 0.
+uint32_t field(const char* s, const char* end, const char* key) {
+  char pat[32];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const size_t n = std::strlen(pat);
+  for (const char* p = s; p + n <= end; ++p) {
+    if (std::memcmp(p, pat, n) != 0) continue;
+    uint64_t v = 0;
+    for (p += n; p < end && *p >= '0' && *p <= '9'; ++p) v = v * 10 + static_cast<uint64_t>(*p - '0');
+    return static_cast<uint32_t>(v);
+  }
+  return 0;
 }
 
 }  // namespace
+
+int live_qps(const char* dev, LiveQp* out, int max) {
+  int n = 0;
+  for_each_endpoint(dev, [&](pid_t pid, const char* path) {
+    static constexpr size_t kBuf = 64 * 1024;
+    char* buf = static_cast<char*>(malloc(kBuf));
+    if (buf == nullptr) return;
+    if (request(path, "{\"cmd\":\"qps\"}\n", buf, kBuf)) {
+      const char* p = std::strstr(buf, "\"qps\":[");
+      // Each QP is one flat object: {"qpn":N,"qp_type":N,...}.
+      while (p != nullptr && n < max && (p = std::strchr(p, '{')) != nullptr) {
+        const char* end = std::strchr(p, '}');
+        if (end == nullptr) break;
+        out[n++] = LiveQp{static_cast<uint32_t>(pid), field(p, end, "qpn"),      field(p, end, "qp_type"),
+                          field(p, end, "qp_state"),  field(p, end, "dest_qpn"), field(p, end, "sq_psn"),
+                          field(p, end, "rq_psn")};
+        p = end;
+      }
+    }
+    free(buf);
+  });
+  return n;
+}
 
 int std_counter_index(const char* name, size_t len, StdCounterKind kind) {
   for (size_t i = 0; i < kStdCounterCount; ++i) {
@@ -129,19 +182,13 @@ int std_counter_index(const char* name, size_t len, StdCounterKind kind) {
 
 int live_counters(const char* dev, uint64_t out[kStdCounterCount]) {
   for (size_t i = 0; i < kStdCounterCount; ++i) out[i] = 0;
-  char dir[PATH_MAX];
-  if (!ctl_dir(dir, sizeof dir)) return 0;
-  DIR* d = opendir(dir);
-  if (d == nullptr) return 0;
   int answered = 0;
-  while (const dirent* e = readdir(d)) {
-    const pid_t pid = socket_pid(e->d_name, dev);
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) continue;  // a dead process's socket
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= static_cast<int>(sizeof path)) continue;
-    answered += ask(path, out) ? 1 : 0;
-  }
-  closedir(d);
+  for_each_endpoint(dev, [&](pid_t, const char* path) {
+    char buf[8192];
+    if (!request(path, "{\"cmd\":\"hw_counters\"}\n", buf, sizeof buf)) return;
+    add_reply(buf, out);
+    ++answered;
+  });
   return answered;
 }
 

@@ -11,6 +11,7 @@
 //   RDMA_NLDEV_CMD_PORT_GET  (dump or DEV_INDEX + PORT_INDEX): state, physical state, cap mask, netdev
 //   RDMA_NLDEV_CMD_STAT_GET  (DEV_INDEX + PORT_INDEX): the port's hw counters (mlx5/rxe names, summed
 //                             over the processes that have the device open, live_counters.h)
+//   RDMA_NLDEV_CMD_RES_QP_GET (dump): the QPs of those processes (number, type, state, peer QPN, PSNs, pid)
 // Anything else is answered with NLMSG_ERROR -EOPNOTSUPP. Replies follow the kernel's nldev.c: a dump is
 // NLM_F_MULTI messages and NLMSG_DONE; a single request gets its message and, with NLM_F_ACK, an ACK.
 //
@@ -295,6 +296,38 @@ void put_stats(Replies& r, const Dev& d, uint32_t idx, uint32_t port) {
   r.nest_end(table);
 }
 
+// The QPs of the device's processes (RES_QP_GET dump): messages of at most kQpsPerMsg entries, each entry as
+// the kernel's fill_res_qp_entry gives it (no PD: uroce does not report one).
+constexpr int kMaxQps = 256, kQpsPerMsg = 32;
+
+void put_qps(Replies& r, uint16_t type, uint32_t seq, const Dev& d, uint32_t idx) {
+  LiveQp qps[kMaxQps];
+  const int n = live_qps(d.name, qps, kMaxQps);
+  for (int first = 0; first < n || first == 0; first += kQpsPerMsg) {
+    r.begin(type, NLM_F_MULTI, seq);
+    dev_attrs(r, d, idx);
+    const size_t table = r.nest_begin(RDMA_NLDEV_ATTR_RES_QP);
+    for (int i = first; i < n && i < first + kQpsPerMsg; ++i) {
+      const LiveQp& q = qps[i];
+      const size_t entry = r.nest_begin(RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+      if (q.state != 0) r.u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1);  // a QP has a port from INIT on
+      r.u32(RDMA_NLDEV_ATTR_RES_LQPN, q.qpn);
+      if (q.type != 4 && q.state >= 2) {  // connected (RC, UC) from RTR on
+        r.u32(RDMA_NLDEV_ATTR_RES_RQPN, q.dest_qpn);
+        r.u32(RDMA_NLDEV_ATTR_RES_RQ_PSN, q.rq_psn);
+      }
+      r.u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, q.sq_psn);
+      r.u8(RDMA_NLDEV_ATTR_RES_TYPE, static_cast<uint8_t>(q.type));
+      r.u8(RDMA_NLDEV_ATTR_RES_STATE, static_cast<uint8_t>(q.state));
+      r.u32(RDMA_NLDEV_ATTR_RES_PID, q.pid);
+      r.nest_end(entry);
+    }
+    r.nest_end(table);
+    r.end();
+    if (n == 0) break;
+  }
+}
+
 // The request's u32 attribute `type`, or `dflt`.
 uint32_t req_u32(const nlmsghdr* h, uint16_t type, uint32_t dflt, bool* present = nullptr) {
   const auto* p = reinterpret_cast<const unsigned char*>(h) + NLMSG_HDRLEN;
@@ -371,6 +404,12 @@ void answer(Replies& r, const nlmsghdr* h) {
       put_stats(r, *d, want_dev, want_port);
       r.end();
       break;
+    case RDMA_NLDEV_CMD_RES_QP_GET:
+      if (!dump) return r.error(*h, -EOPNOTSUPP);  // one QP by its number: not emulated
+      for (int i = 0; i < n; ++i)
+        if (!has_dev || want_dev == static_cast<uint32_t>(i + 1))
+          put_qps(r, type, seq, devs[i], static_cast<uint32_t>(i + 1));
+      return r.done(seq);
     default:
       return r.error(*h, -EOPNOTSUPP);
   }

@@ -6,7 +6,8 @@
 #  - while a DCQCN ib_write_bw pair runs through uroced's ECN-marking 1 Gb/s ports (so the server sends
 #    CNPs): /sys/class/infiniband/uroce0/ports/1/hw_counters/np_cnp_sent, counters/port_xmit_packets and
 #    `rdma statistic show`'s np_cnp_sent and sent_pkts are non-zero and lie between the sums over both
-#    processes that `uroce stats --json` reported just before and just after (the counters only grow).
+#    processes that `uroce stats --json` reported just before and just after (the counters only grow), and
+#    `rdma resource show qp` lists the pair's two RC QPs, each the other's peer, with their pids.
 # Exits 77 (ctest SKIP) without rdma (iproute2) or ib_write_bw (perftest), or without the device nodes when
 # not root.
 set -u
@@ -43,7 +44,8 @@ spid=$!
 pids+=($spid)
 wait_listen $tcp $spid || fail "the server never listened"
 "$uroce" run --port uroced -- "${args[@]}" 127.0.0.1 >"$dir/cli.log" 2>&1 &
-pids+=($!)
+cpid=$!  # `uroce run` execs: ib_write_bw's pid
+pids+=($cpid)
 uroce_wait_stat "$uroce" $spid cnp_sent 1 || fail "the server never sent a CNP"
 
 # Sum of one counter over both processes' `uroce stats --json`: SECTION KEY.
@@ -71,6 +73,18 @@ between "$before_cnp" "$sys_cnp" "$after_cnp" || fail "sysfs np_cnp_sent $sys_cn
 between "$before_cnp" "$rdma_cnp" "$after_cnp" || fail "rdma np_cnp_sent $rdma_cnp"
 between "$before_tx" "$sys_tx" "$after_tx" || fail "sysfs port_xmit_packets $sys_tx"
 between "$before_tx" "$rdma_tx" "$after_tx" || fail "rdma sent_pkts $rdma_tx"
+# rdma resource show qp: the pair's two RC QPs, each naming the other as its peer, with their processes.
+"$uroce" run -- rdma -j resource show qp >"$dir/qp.txt" 2>&1 || fail "rdma resource show qp failed"
+$py - "$dir/qp.txt" $spid $cpid <<'EOF' || fail "rdma resource show qp does not list the pair"
+import json, sys
+qps = {q["pid"]: q for q in json.load(open(sys.argv[1]))}
+s, c = qps[int(sys.argv[2])], qps[int(sys.argv[3])]
+for q in (s, c):
+    assert q["ifname"] == "uroce0" and q["port"] == 1 and q["type"] == "RC" and q["comm"] == "ib_write_bw", q
+    assert q["state"] in ("RTR", "RTS"), q
+assert s["rqpn"] == c["lqpn"] and c["rqpn"] == s["lqpn"], (s, c)
+print(f"rdma resource show qp: {s['lqpn']} <-> {c['lqpn']}")
+EOF
 wait "${pids[@]}" || fail "the ib_write_bw pair failed"
 pids=()
 echo "PASS: rdma link/dev/statistic and the sysfs counters show uroce0's live values"
