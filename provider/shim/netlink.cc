@@ -47,6 +47,14 @@ constinit NextSym s_socket{"socket"}, s_bind{"bind"}, s_getsockname{"getsockname
     s_setsockopt{"setsockopt"}, s_send{"send"}, s_sendto{"sendto"}, s_sendmsg{"sendmsg"},
     s_recvfrom{"recvfrom"}, s_recvmsg{"recvmsg"}, s_close{"close"};
 
+// Resolved before main(), as in sysfs_redirect.cc: no interposer should call dlsym while, say, a malloc
+// implementation initialises itself.
+__attribute__((constructor)) void resolve_all() {
+  for (NextSym* sym : {&s_socket, &s_bind, &s_getsockname, &s_setsockopt, &s_send, &s_sendto, &s_sendmsg,
+                       &s_recvfrom, &s_recvmsg, &s_close})
+    next<void>(*sym);
+}
+
 constexpr int kMaxFd = 4096;
 constexpr size_t kDgram = 4096;  // one reply datagram; iproute2 reads MNL_SOCKET_BUFFER_SIZE (a page)
 constexpr int kMaxDevs = 16;
