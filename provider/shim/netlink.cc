@@ -12,6 +12,7 @@
 //   RDMA_NLDEV_CMD_STAT_GET  (DEV_INDEX + PORT_INDEX): the port's hw counters (mlx5/rxe names, summed
 //                             over the processes that have the device open, live_counters.h)
 //   RDMA_NLDEV_CMD_RES_QP_GET (dump): the QPs of those processes (number, type, state, peer QPN, PSNs, pid)
+//   RDMA_NLDEV_CMD_RES_GET   (dump or one device): the resource summary, only "qp" (their number)
 // Anything else is answered with NLMSG_ERROR -EOPNOTSUPP. Replies follow the kernel's nldev.c: a dump is
 // NLM_F_MULTI messages and NLMSG_DONE; a single request gets its message and, with NLM_F_ACK, an ACK.
 //
@@ -336,6 +337,19 @@ void put_qps(Replies& r, uint16_t type, uint32_t seq, const Dev& d, uint32_t idx
   }
 }
 
+// The resource summary (RES_GET): only the QP count is known outside the processes' engines.
+void put_res_summary(Replies& r, const Dev& d, uint32_t idx) {
+  LiveQp qps[kMaxQps];
+  const int n = live_qps(d.name, qps, kMaxQps);
+  dev_attrs(r, d, idx);
+  const size_t table = r.nest_begin(RDMA_NLDEV_ATTR_RES_SUMMARY);
+  const size_t entry = r.nest_begin(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY);
+  r.str(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, "qp");
+  r.u64(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, static_cast<uint64_t>(n));
+  r.nest_end(entry);
+  r.nest_end(table);
+}
+
 // The request's u32 attribute `type`, or `dflt`.
 uint32_t req_u32(const nlmsghdr* h, uint16_t type, uint32_t dflt, bool* present = nullptr) {
   const auto* p = reinterpret_cast<const unsigned char*>(h) + NLMSG_HDRLEN;
@@ -410,6 +424,20 @@ void answer(Replies& r, const nlmsghdr* h) {
       if (!port_ok) return r.error(*h, d == nullptr ? -ENODEV : -EINVAL);
       r.begin(type, 0, seq);
       put_stats(r, *d, want_dev, want_port);
+      r.end();
+      break;
+    case RDMA_NLDEV_CMD_RES_GET:
+      if (dump) {
+        for (int i = 0; i < n; ++i) {
+          r.begin(type, NLM_F_MULTI, seq);
+          put_res_summary(r, devs[i], static_cast<uint32_t>(i + 1));
+          r.end();
+        }
+        return r.done(seq);
+      }
+      if (d == nullptr) return r.error(*h, has_dev ? -ENODEV : -EINVAL);
+      r.begin(type, 0, seq);
+      put_res_summary(r, *d, want_dev);
       r.end();
       break;
     case RDMA_NLDEV_CMD_RES_QP_GET:

@@ -7,7 +7,8 @@
 #    CNPs): /sys/class/infiniband/uroce0/ports/1/hw_counters/np_cnp_sent, counters/port_xmit_packets and
 #    `rdma statistic show`'s np_cnp_sent and sent_pkts are non-zero and lie between the sums over both
 #    processes that `uroce stats --json` reported just before and just after (the counters only grow), and
-#    `rdma resource show qp` lists the pair's two RC QPs, each the other's peer, with their pids.
+#    `rdma resource show qp` lists the pair's two RC QPs, each the other's peer, with their pids (and
+#    `rdma resource show` counts 2 QPs).
 # Exits 77 (ctest SKIP) without rdma (iproute2) or ib_write_bw (perftest), or without the device nodes when
 # not root.
 set -u
@@ -85,6 +86,8 @@ for q in (s, c):
 assert s["rqpn"] == c["lqpn"] and c["rqpn"] == s["lqpn"], (s, c)
 print(f"rdma resource show qp: {s['lqpn']} <-> {c['lqpn']}")
 EOF
+"$uroce" run -- rdma -j resource show >"$dir/res.txt" 2>&1 || fail "rdma resource show failed"
+grep -q '"ifname":"uroce0","qp":2}' "$dir/res.txt" || fail "rdma resource show does not count the pair's 2 QPs"
 wait "${pids[@]}" || fail "the ib_write_bw pair failed"
 pids=()
 echo "PASS: rdma link/dev/statistic and the sysfs counters show uroce0's live values"
