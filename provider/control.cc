@@ -40,7 +40,7 @@ constexpr size_t kMaxPassedFds = 4;
 const char* qp_type_name(QpType t) { return t == QpType::kRc ? "RC" : t == QpType::kUc ? "UC" : "UD"; }
 
 struct QpSnapshot {
-  uint32_t qpn = 0, dest_qpn = 0;
+  uint32_t qpn = 0, dest_qpn = 0, sq_psn = 0, rq_psn = 0;
   QpType type = QpType::kRc;
   QpState state = QpState::kReset;
   QpCounters cnt;
@@ -74,6 +74,8 @@ Snapshot take_snapshot(const ControlSource& src) {
     QpSnapshot q;
     q.qpn = qpn;
     q.dest_qpn = qp->attr().dest_qp_num;
+    q.sq_psn = qp->attr().sq_psn;
+    q.rq_psn = qp->attr().rq_psn;
     q.type = qp->type();
     q.state = qp->state();
     q.cnt = qp->counters();
@@ -114,6 +116,17 @@ json qp_json(const QpSnapshot& q) {
               {"detail", q.detail}};
 }
 
+// The device's counters under their mlx5/rxe hw_counters and IB PMA names (transport/counters.h), as
+// two objects "hw_counters" and "counters" (the sysfs directory names) added to `out`.
+void add_std_counters(const Counters& c, json& out) {
+  // Built apart: a reference into an ordered_json does not survive the insertion of a sibling.
+  json hw = json::object(), pma = json::object();
+  for (const StdCounter& s : kStdCounters)
+    (s.kind == StdCounterKind::kHw ? hw : pma)[s.name] = std_counter_value(s, c);
+  out["hw_counters"] = std::move(hw);
+  out["counters"] = std::move(pma);
+}
+
 json stats_object(const ControlSource& src) {
   const Snapshot s = take_snapshot(src);
   json out{{"ok", true},
@@ -126,6 +139,7 @@ json stats_object(const ControlSource& src) {
   json& dev = out["device"] = json::object();
   for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
     dev[counter_name(static_cast<Counter>(i))] = s.dev.n[i];
+  add_std_counters(s.dev, out);
   json& drops = out["rx_drops"] = json::object();
   for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
     drops[wire::rx_drop_name(static_cast<wire::RxDrop>(i))] = s.drops.n[i];
@@ -349,10 +363,34 @@ json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
     out["control_refused"] = refused;
     return out;
   }
+  if (name == "hw_counters") {
+    Counters cnt;
+    {
+      std::lock_guard lock(*src.mu);
+      cnt = src.dev->counters();
+    }
+    json out{{"ok", true}, {"dev", src.ibdev}, {"port", 1}};
+    add_std_counters(cnt, out);
+    return out;
+  }
+  if (name == "qps") {
+    // What RDMA netlink's RES_QP_GET reports, by number (IB QP type and state values).
+    const Snapshot snap = take_snapshot(src);
+    json out{{"ok", true}, {"dev", src.ibdev}, {"qps", json::array()}};
+    for (const QpSnapshot& q : snap.qps)
+      out["qps"].push_back({{"qpn", q.qpn},
+                            {"qp_type", static_cast<unsigned>(q.type)},
+                            {"qp_state", static_cast<unsigned>(q.state)},
+                            {"dest_qpn", q.dest_qpn},
+                            {"sq_psn", q.sq_psn},
+                            {"rq_psn", q.rq_psn}});
+    return out;
+  }
   if (name == "capture_start") return capture_start(req, c);
   if (name == "capture_status") return capture_status();
   if (name == "capture_stop") return capture_stop();
-  return error_reply("unknown cmd '" + name + "' (stats, capture_start, capture_status, capture_stop)");
+  return error_reply("unknown cmd '" + name +
+                     "' (stats, hw_counters, qps, capture_start, capture_status, capture_stop)");
 }
 
 json ControlEndpoint::Impl::capture_start(const json& req, Client& client) {

@@ -10,6 +10,11 @@
 // Protocol (docs/observability.md): the client sends one JSON object per line, the endpoint answers each
 // with one JSON object on one line, always with "ok" (and "error" when false):
 //   {"cmd":"stats"}                                           -> device, port and per-QP counters
+//   {"cmd":"hw_counters"}                                     -> dev, port, hw_counters{}, counters{}:
+//                                                                the device counters under mlx5/rxe and IB
+//                                                                PMA names only (the shim's sysfs/netlink)
+//   {"cmd":"qps"}                                             -> dev, qps[{qpn, qp_type, qp_state, dest_qpn,
+//                                                                sq_psn, rq_psn}] (IB numbers; RES_QP_GET)
 //   {"cmd":"capture_start","path":ABS,"snaplen":N,"count":N}  -> {"ok":true,"snaplen":N}
 //   {"cmd":"capture_status"}                                  -> active, frames, dropped, limit_reached
 //   {"cmd":"capture_stop"}                                    -> frames, dropped, path (of the last capture)

@@ -73,4 +73,49 @@ struct Counters {
   uint64_t operator[](Counter c) const { return n[static_cast<size_t>(c)]; }
 };
 
+// The names other RDMA stacks give these counters, for tools and dashboards written against them: the
+// hw_counters of mlx5 (drivers/infiniband/hw/mlx5/counters.c) and rxe (drivers/infiniband/sw/rxe/
+// rxe_hw_counters.c), which `rdma statistic show` and /sys/class/infiniband/DEV/ports/N/hw_counters/ list,
+// and the IB PMA port counters of /sys/class/infiniband/DEV/ports/N/counters/. A value is the uroce
+// counter divided by `divisor` (the PMA's *_data count 4-byte words). Several names may share one source.
+// Every name is unique across both kinds; the uroce names stay as they are.
+enum class StdCounterKind : uint8_t { kHw, kPma };
+
+struct StdCounter {
+  const char* name;
+  Counter src;
+  StdCounterKind kind;
+  uint8_t divisor;
+};
+
+inline constexpr StdCounter kStdCounters[] = {
+    // mlx5
+    {"np_cnp_sent", Counter::kCnpSent, StdCounterKind::kHw, 1},
+    {"rp_cnp_handled", Counter::kCnpRcvd, StdCounterKind::kHw, 1},
+    {"np_ecn_marked_roce_packets", Counter::kEcnMarked, StdCounterKind::kHw, 1},
+    {"local_ack_timeout_err", Counter::kTimeouts, StdCounterKind::kHw, 1},
+    {"out_of_sequence", Counter::kOutOfSequence, StdCounterKind::kHw, 1},
+    {"duplicate_request", Counter::kDuplicateRequest, StdCounterKind::kHw, 1},  // rxe's name too
+    {"packet_seq_err", Counter::kSeqNakRcvd, StdCounterKind::kHw, 1},
+    {"implied_nak_seq_err", Counter::kImplicitNak, StdCounterKind::kHw, 1},
+    // rxe
+    {"sent_pkts", Counter::kTxPackets, StdCounterKind::kHw, 1},
+    {"rcvd_pkts", Counter::kRxPackets, StdCounterKind::kHw, 1},
+    {"out_of_seq_request", Counter::kOutOfSequence, StdCounterKind::kHw, 1},
+    {"rcvd_rnr_err", Counter::kRnrNakRcvd, StdCounterKind::kHw, 1},
+    {"send_rnr_err", Counter::kRnrNakSent, StdCounterKind::kHw, 1},
+    {"rcvd_seq_err", Counter::kSeqNakRcvd, StdCounterKind::kHw, 1},
+    // IB PMA (PortCounters, PortCountersExtended)
+    {"port_xmit_data", Counter::kTxBytes, StdCounterKind::kPma, 4},
+    {"port_rcv_data", Counter::kRxBytes, StdCounterKind::kPma, 4},
+    {"port_xmit_packets", Counter::kTxPackets, StdCounterKind::kPma, 1},
+    {"port_rcv_packets", Counter::kRxPackets, StdCounterKind::kPma, 1},
+    {"port_unicast_xmit_packets", Counter::kTxPackets, StdCounterKind::kPma, 1},
+    {"port_unicast_rcv_packets", Counter::kRxPackets, StdCounterKind::kPma, 1},
+};
+inline constexpr size_t kStdCounterCount = sizeof(kStdCounters) / sizeof(kStdCounters[0]);
+
+// The standard counter's value from the device's counters.
+inline uint64_t std_counter_value(const StdCounter& s, const Counters& c) { return c[s.src] / s.divisor; }
+
 }  // namespace uroce

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "provider/shim/live_counters.h"
 #include "provider/shim/next.h"
 #include "provider/shim/sysfs_env.h"
 #include "provider/shim/ucma.h"
@@ -64,6 +65,7 @@ class Redirect {
   }
   bool ok() const { return ok_; }
   const char* path() const { return path_; }
+  bool redirected() const { return path_ == buf_; }
 
  private:
   const char* path_;
@@ -153,48 +155,82 @@ char* __realpath_chk(const char* path, char* resolved, size_t resolved_len);
   }                                      \
   return real(__VA_ARGS__)
 
+// An open() interposer: UROCE_FORWARD, except that a hw_counters/ or counters/ file opened for reading as
+// /sys/class/infiniband/... gets a file with the live value (live_counters.h). Opened by its path in the
+// tree it reads the placeholder "0", which is what `uroce run` compares when it checks an existing tree.
+#define UROCE_FORWARD_OPEN(sym, fn, flags, ...)                                                     \
+  Redirect r(path);                                                                                 \
+  if (!r.ok()) return too_long(-1);                                                                 \
+  if (int cfd; r.redirected() && uroce::shim::open_counter_file(r.path(), flags, &cfd)) return cfd; \
+  auto* real = next<decltype(fn)>(sym);                                                             \
+  if (real == nullptr) {                                                                            \
+    errno = ENOSYS;                                                                                 \
+    return -1;                                                                                      \
+  }                                                                                                 \
+  return real(__VA_ARGS__)
+
+// fopen() of a counter file: the open flags its mode means, when it only reads.
+inline bool fopen_reads_only(const char* mode, int* flags) {
+  if (mode == nullptr || mode[0] != 'r' || std::strpbrk(mode, "+wax") != nullptr) return false;
+  *flags = O_RDONLY | (std::strchr(mode, 'e') != nullptr ? O_CLOEXEC : 0);
+  return true;
+}
+
+#define UROCE_COUNTER_FOPEN()                                                     \
+  if (int fl, cfd; fopen_reads_only(mode, &fl)) {                                 \
+    Redirect rc(path);                                                            \
+    if (rc.redirected() && uroce::shim::open_counter_file(rc.path(), fl, &cfd)) { \
+      if (cfd < 0) return nullptr;                                                \
+      FILE* f = fdopen(cfd, mode);                                                \
+      if (f == nullptr) close(cfd);                                               \
+      return f;                                                                   \
+    }                                                                             \
+  }
+
 extern "C" {
 
 UROCE_EXPORT int open(const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_open, open, -1, r.path(), flags, mode);
+  UROCE_FORWARD_OPEN(s::s_open, open, flags, r.path(), flags, mode);
 }
 UROCE_EXPORT int open64(const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_open64, open64, -1, r.path(), flags, mode);
+  UROCE_FORWARD_OPEN(s::s_open64, open64, flags, r.path(), flags, mode);
 }
 UROCE_EXPORT int __open_2(const char* path, int flags) {
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_open_2, __open_2, -1, r.path(), flags);
+  UROCE_FORWARD_OPEN(s::s_open_2, __open_2, flags, r.path(), flags);
 }
 UROCE_EXPORT int __open64_2(const char* path, int flags) {
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_open64_2, __open64_2, -1, r.path(), flags);
+  UROCE_FORWARD_OPEN(s::s_open64_2, __open64_2, flags, r.path(), flags);
 }
 UROCE_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_openat, openat, -1, dirfd, r.path(), flags, mode);
+  UROCE_FORWARD_OPEN(s::s_openat, openat, flags, dirfd, r.path(), flags, mode);
 }
 UROCE_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   UROCE_MODE_ARG(flags);
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_openat64, openat64, -1, dirfd, r.path(), flags, mode);
+  UROCE_FORWARD_OPEN(s::s_openat64, openat64, flags, dirfd, r.path(), flags, mode);
 }
 UROCE_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_openat_2, __openat_2, -1, dirfd, r.path(), flags);
+  UROCE_FORWARD_OPEN(s::s_openat_2, __openat_2, flags, dirfd, r.path(), flags);
 }
 UROCE_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
   UROCE_UCMA_OPEN(flags);
-  UROCE_FORWARD(s::s_openat64_2, __openat64_2, -1, dirfd, r.path(), flags);
+  UROCE_FORWARD_OPEN(s::s_openat64_2, __openat64_2, flags, dirfd, r.path(), flags);
 }
 UROCE_EXPORT FILE* fopen(const char* path, const char* mode) {
+  UROCE_COUNTER_FOPEN();
   UROCE_FORWARD(s::s_fopen, fopen, nullptr, r.path(), mode);
 }
 UROCE_EXPORT FILE* fopen64(const char* path, const char* mode) {
+  UROCE_COUNTER_FOPEN();
   UROCE_FORWARD(s::s_fopen64, fopen64, nullptr, r.path(), mode);
 }
 UROCE_EXPORT DIR* opendir(const char* path) { UROCE_FORWARD(s::s_opendir, opendir, nullptr, r.path()); }

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "provider/shim/netlink.h"
 #include "provider/shim/next.h"
 #include "provider/shim/sysfs_env.h"
 #include "provider/shim/ucma.h"
@@ -373,6 +374,7 @@ UROCE_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
 }
 
 UROCE_EXPORT int close(int fd) {
+  uroce::shim::netlink_forget(fd);
   if (u::is_channel_fd(fd) && u::channel_close(fd, true)) return 0;
   auto* real = next<decltype(close)>(u::s_close);
   if (real == nullptr) {
@@ -384,6 +386,7 @@ UROCE_EXPORT int close(int fd) {
 
 // dup2/dup3 onto a channel fd close that channel first, as they close the file there.
 UROCE_EXPORT int dup2(int oldfd, int newfd) noexcept {
+  if (oldfd != newfd) uroce::shim::netlink_forget(newfd);
   if (oldfd != newfd && u::is_channel_fd(newfd) && fcntl(oldfd, F_GETFD) >= 0) u::channel_close(newfd, false);
   auto* real = next<decltype(dup2)>(u::s_dup2);
   if (real == nullptr) {
@@ -394,6 +397,7 @@ UROCE_EXPORT int dup2(int oldfd, int newfd) noexcept {
 }
 
 UROCE_EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
+  if (oldfd != newfd) uroce::shim::netlink_forget(newfd);
   if (oldfd != newfd && u::is_channel_fd(newfd) && fcntl(oldfd, F_GETFD) >= 0) u::channel_close(newfd, false);
   auto* real = next<decltype(dup3)>(u::s_dup3);
   if (real == nullptr) {

@@ -10,6 +10,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "provider/capture.h"
@@ -317,6 +318,48 @@ TEST_F(Endpoint, StatsListDeviceCountersDropsPortAndQps) {
   EXPECT_FALSE(r["capture"]["active"]);
   // The same connection serves several requests.
   EXPECT_TRUE(c.request({{"cmd", "stats"}}).value("ok", false));
+}
+
+// The standard (mlx5/rxe, IB PMA) names: unique, and each the uroce counter it names (PMA data in words).
+TEST(StdCounters, NamesAreUniqueAndMapToTheirSource) {
+  Counters c;
+  for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i) c.n[i] = 1000 + 8 * i;
+  std::set<std::string> names;
+  for (const StdCounter& s : kStdCounters) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    EXPECT_EQ(std_counter_value(s, c), c[s.src] / s.divisor) << s.name;
+  }
+  auto value = [&](const char* name) {
+    for (const StdCounter& s : kStdCounters)
+      if (std::string(s.name) == name) return std_counter_value(s, c);
+    ADD_FAILURE() << name << " missing";
+    return uint64_t{0};
+  };
+  EXPECT_EQ(value("np_cnp_sent"), c[Counter::kCnpSent]);
+  EXPECT_EQ(value("rp_cnp_handled"), c[Counter::kCnpRcvd]);
+  EXPECT_EQ(value("local_ack_timeout_err"), c[Counter::kTimeouts]);
+  EXPECT_EQ(value("port_xmit_data"), c[Counter::kTxBytes] / 4);
+  EXPECT_EQ(value("port_rcv_packets"), c[Counter::kRxPackets]);
+}
+
+// In the stats reply beside uroce's own names, and alone in the hw_counters reply.
+TEST_F(Endpoint, StandardCounterNamesInStatsAndHwCounters) {
+  receive(3);
+  tools::ControlClient c(target_);
+  const json st = c.request({{"cmd", "stats"}});
+  EXPECT_EQ(st["hw_counters"].size() + st["counters"].size(), kStdCounterCount);
+  for (const StdCounter& s : kStdCounters) {
+    const json& group = st[s.kind == StdCounterKind::kHw ? "hw_counters" : "counters"];
+    ASSERT_TRUE(group.contains(s.name)) << s.name;
+    EXPECT_EQ(group[s.name], st["device"][counter_name(s.src)].get<uint64_t>() / s.divisor) << s.name;
+  }
+  const json hw = c.request({{"cmd", "hw_counters"}});
+  ASSERT_TRUE(hw.value("ok", false)) << hw.dump();
+  EXPECT_EQ(hw["dev"], "uroce3");
+  EXPECT_EQ(hw["port"], 1);
+  EXPECT_EQ(hw["hw_counters"], st["hw_counters"]);
+  EXPECT_EQ(hw["counters"], st["counters"]);
+  EXPECT_FALSE(hw.contains("device"));
 }
 
 TEST_F(Endpoint, BadRequestsGetAnErrorAndTheConnectionStays) {

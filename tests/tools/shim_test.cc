@@ -1,6 +1,7 @@
 // liburoce-preload.so, loaded the way `uroce run` loads it (LD_PRELOAD; main() re-executes this test
 // with it): /sys/class/infiniband redirection through every interposed call, the completion channel's
-// pipe and record format, the NETLINK_RDMA block, and that ordinary programs run unharmed under it.
+// pipe and record format, the live hw_counters/ and counters/ files, RDMA netlink (refused to libnl, emulated
+// for everyone else), and that ordinary programs run unharmed under it.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -9,16 +10,20 @@
 #include <linux/netlink.h>
 #include <poll.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "provider/shim/uroce_shim.h"
 #include "tests/tools/process.h"
@@ -99,6 +104,72 @@ TEST_F(SysfsRedirect, OpenFamily) {
   in >> word;
   EXPECT_EQ(word, "RoCE");
   EXPECT_EQ(read_fd(open("/sys/class/infiniband_verbs/abi_version", O_RDONLY)), "6\n");
+}
+
+// A uroce process's control endpoint as the shim finds it
+// (<XDG_RUNTIME_DIR>/uroce-<uid>/ctl/<pid>-uroce0.sock, pid = this process): answers `count` connections with
+// `reply`.
+class FakeEndpoint {
+ public:
+  FakeEndpoint(const fs::path& xdg, std::string reply, int count) {
+    const fs::path base = xdg / ("uroce-" + std::to_string(getuid()));
+    fs::create_directories(base / "ctl");
+    chmod(base.c_str(), 0700);
+    path_ = base / "ctl" / (std::to_string(getpid()) + "-uroce0.sock");
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(fd_, 4), 0);
+    thread_ = std::thread([this, reply, count] {
+      for (int i = 0; i < count; ++i) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[256];
+        (void)!::recv(c, buf, sizeof buf, 0);
+        const std::string line = reply + "\n";
+        (void)!::send(c, line.data(), line.size(), MSG_NOSIGNAL);
+        close(c);
+      }
+    });
+  }
+  ~FakeEndpoint() {
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+    fs::remove(path_);
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  std::thread thread_;
+};
+
+TEST_F(SysfsRedirect, CounterFilesReadTheLiveValues) {
+  const fs::path port = tree() / "class/infiniband/uroce0/ports/1";
+  write_text(port / "hw_counters/np_cnp_sent", "0\n");
+  write_text(port / "counters/port_xmit_data", "0\n");
+  TempDir xdg;
+  setenv("XDG_RUNTIME_DIR", xdg.path().c_str(), 1);
+  constexpr const char* kCnp = "/sys/class/infiniband/uroce0/ports/1/hw_counters/np_cnp_sent";
+  constexpr const char* kData = "/sys/class/infiniband/uroce0/ports/1/counters/port_xmit_data";
+  EXPECT_EQ(read_fd(open(kCnp, O_RDONLY)), "0\n");  // no process runs
+  {
+    FakeEndpoint ep(xdg.path(),
+                    R"({"ok":true,"dev":"uroce0","port":1,"hw_counters":{"np_cnp_sent":41,"sent_pkts":9},)"
+                    R"("counters":{"port_xmit_data":1234}})",
+                    4);
+    EXPECT_EQ(read_fd(open(kCnp, O_RDONLY)), "41\n");
+    EXPECT_EQ(read_fd(openat(AT_FDCWD, kData, O_RDONLY | O_CLOEXEC)), "1234\n");
+    EXPECT_EQ(read_stream(fopen(kCnp, "re")), "41\n");
+    // The tree's own path, and a name that is no counter, read the file itself.
+    EXPECT_EQ(read_fd(open((port / "hw_counters/np_cnp_sent").c_str(), O_RDONLY)), "0\n");
+    EXPECT_EQ(read_fd(open(kType0, O_RDONLY)), "RoCE v2\n");
+    EXPECT_EQ(read_fd(open(kCnp, O_RDONLY)), "41\n");
+  }
+  unsetenv("XDG_RUNTIME_DIR");
 }
 
 TEST_F(SysfsRedirect, StatAccessLinksAndRealpath) {
@@ -280,18 +351,89 @@ TEST_F(CompChannel, OtherDevicesGoToLibibverbs) {
 
 // ---- RDMA netlink ----
 
-TEST_F(ShimTest, NetlinkRdmaIsUnavailableOnlyWhileATreeIsActive) {
-  setenv("SYSFS_PATH", "/tmp/some-uroce-tree", 1);
-  errno = 0;
-  EXPECT_EQ(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA), -1);
-  EXPECT_EQ(errno, EPROTONOSUPPORT);
+TEST_F(ShimTest, NetlinkRdmaWhileATreeIsActive) {
+  TempDir tree, xdg;
+  write_text(tree.path() / "class/infiniband/uroce0/node_guid", "0000:7fff:fe01:0001\n");
+  write_text(tree.path() / "class/infiniband/uroce0/ports/1/state", "4: ACTIVE\n");
+  write_text(tree.path() / "class/infiniband/uroce0/ports/1/phys_state", "5: LinkUp\n");
+  setenv("SYSFS_PATH", tree.path().c_str(), 1);
+  setenv("XDG_RUNTIME_DIR", xdg.path().c_str(), 1);
+
+  // rdma-core's callers go through libnl-3: refused, so libibverbs and librdmacm read the tree.
+  void* nl = dlopen("libnl-3.so.200", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(nl, nullptr) << dlerror();
+  auto nl_alloc = reinterpret_cast<void* (*)()>(dlsym(nl, "nl_socket_alloc"));
+  auto nl_connect = reinterpret_cast<int (*)(void*, int)>(dlsym(nl, "nl_connect"));
+  auto nl_free = reinterpret_cast<void (*)(void*)>(dlsym(nl, "nl_socket_free"));
+  ASSERT_TRUE(nl_alloc && nl_connect && nl_free);
+  void* sk = nl_alloc();
+  EXPECT_LT(nl_connect(sk, NETLINK_RDMA), 0);
+  nl_free(sk);
+
+  // Everyone else (iproute2's rdma, through libmnl) gets answers: the device dump.
+  const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+  ASSERT_GE(fd, 0);
+  sockaddr_nl me{};
+  me.nl_family = AF_NETLINK;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+  socklen_t len = sizeof me;
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len), 0);
+  EXPECT_EQ(len, sizeof me);
+  EXPECT_EQ(me.nl_family, AF_NETLINK);
+  const uint16_t type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
+  nlmsghdr req{NLMSG_HDRLEN, type, NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, 77, 0};
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  EXPECT_EQ(sendto(fd, &req, sizeof req, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel),
+            static_cast<ssize_t>(sizeof req));
+  std::string name;
+  uint32_t ports = 0;
+  bool done = false;
+  for (int dgram = 0; dgram < 4 && !done; ++dgram) {
+    alignas(nlmsghdr) char buf[8192];
+    sockaddr_nl from{};
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof from;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    const ssize_t n = recvmsg(fd, &msg, 0);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(msg.msg_namelen, sizeof(sockaddr_nl));
+    EXPECT_EQ(from.nl_family, AF_NETLINK);
+    int left = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      EXPECT_EQ(h->nlmsg_seq, 77u);
+      EXPECT_EQ(h->nlmsg_pid, me.nl_pid);
+      if (h->nlmsg_type == NLMSG_DONE) {
+        done = true;
+        break;
+      }
+      ASSERT_EQ(h->nlmsg_type, type);
+      EXPECT_TRUE(h->nlmsg_flags & NLM_F_MULTI);
+      int alen = static_cast<int>(NLMSG_PAYLOAD(h, 0));
+      for (auto* a = reinterpret_cast<nlattr*>(NLMSG_DATA(h)); alen >= NLA_HDRLEN && a->nla_len <= alen;
+           alen -= NLA_ALIGN(a->nla_len),
+                 a = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(a) + NLA_ALIGN(a->nla_len))) {
+        const char* data = reinterpret_cast<char*>(a) + NLA_HDRLEN;
+        if (a->nla_type == RDMA_NLDEV_ATTR_DEV_NAME) name = data;
+        if (a->nla_type == RDMA_NLDEV_ATTR_PORT_INDEX) std::memcpy(&ports, data, 4);
+      }
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(name, "uroce0");
+  EXPECT_EQ(ports, 1u);
+  close(fd);
   for (const auto& [domain, type, proto] :
        {std::tuple{AF_NETLINK, SOCK_RAW, NETLINK_ROUTE}, std::tuple{AF_INET, SOCK_DGRAM, 0},
         std::tuple{AF_UNIX, SOCK_STREAM, 0}}) {
-    const int fd = socket(domain, type, proto);
-    EXPECT_GE(fd, 0) << domain;
-    close(fd);
+    const int other = socket(domain, type, proto);
+    EXPECT_GE(other, 0) << domain;
+    close(other);
   }
+  unsetenv("XDG_RUNTIME_DIR");
   unsetenv("SYSFS_PATH");
   // Now the kernel decides: the shimmed socket() answers exactly as the raw system call does. On a host
   // without RDMA netlink both fail with EPROTONOSUPPORT, which the shim's own refusal also returns, so a

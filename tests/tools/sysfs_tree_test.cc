@@ -8,6 +8,7 @@
 #include "tests/tools/process.h"
 #include "tools/uroce/layout.h"
 #include "tools/uroce/sysfs_tree.h"
+#include "transport/counters.h"
 
 namespace uroce::tools {
 namespace {
@@ -80,6 +81,19 @@ TEST(SysfsTree, Ipv6Gid0AndNoNetdev) {
   EXPECT_EQ(m["class/infiniband/uroce0/ports/1/gids/0"], "fd00:0000:0000:0000:0000:0000:0000:0007\n");
   EXPECT_EQ(m["class/infiniband/uroce0/ports/1/gid_attrs/ndevs/0"], "");
   EXPECT_EQ(m["class/infiniband/uroce0/node_guid"], "0000:00ff:fe00:0007\n");
+}
+
+// Every standard counter has its file (hw_counters/ for mlx5/rxe names, counters/ for the IB PMA ones), a
+// placeholder "0" that the shim replaces with the live value when it is read as /sys/class/infiniband/...
+TEST(SysfsTree, CounterFilesForEveryStandardName) {
+  auto m = as_map(sysfs_files(spec()));
+  const std::string port = "class/infiniband/uroce0/ports/1/";
+  for (const StdCounter& c : kStdCounters) {
+    const std::string path = port + (c.kind == StdCounterKind::kHw ? "hw_counters/" : "counters/") + c.name;
+    EXPECT_EQ(m[path], "0\n") << path;
+  }
+  EXPECT_EQ(m.count(port + "hw_counters/np_cnp_sent"), 1u);
+  EXPECT_EQ(m.count(port + "counters/port_xmit_data"), 1u);
 }
 
 TEST(SysfsTree, PkeyTable) {

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "tools/uroce/layout.h"
+#include "transport/counters.h"
 #include "uroce_build_info.h"
 
 namespace uroce::tools {
@@ -113,6 +114,12 @@ std::vector<TreeFile> sysfs_files(const DeviceSpec& spec) {
     files.push_back({port + "gids/" + n, line(gid_text(i == 0 ? spec.ip.gid : Gid{}))});
     files.push_back({port + "gid_attrs/types/" + n, line("RoCE v2")});
     files.push_back({port + "gid_attrs/ndevs/" + n, i == 0 && !spec.ndev.empty() ? line(spec.ndev) : ""});
+  }
+  // Placeholders: under `uroce run` the shim answers a read of these with the live value summed over the
+  // device's running processes (provider/shim/live_counters.cc); read directly they show 0.
+  for (const StdCounter& c : kStdCounters) {
+    const char* sub = c.kind == StdCounterKind::kHw ? "hw_counters/" : "counters/";
+    files.push_back({port + sub + c.name, line("0")});
   }
   for (unsigned i = 0; i < kPkeyTableLen; ++i) {
     files.push_back({port + "pkeys/" + std::to_string(i), line(i == 0 ? "0xffff" : "0x0000")});

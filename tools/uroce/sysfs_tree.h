@@ -8,6 +8,9 @@
 //   class/infiniband/<name>/ports/1/{state,phys_state,link_layer,rate,lid,sm_lid,lid_mask_count,sm_sl,cap_mask}
 //   class/infiniband/<name>/ports/1/gids/0..K-1, gid_attrs/types/0..K-1, gid_attrs/ndevs/0..K-1
 //   class/infiniband/<name>/ports/1/pkeys/0..127
+//   class/infiniband/<name>/ports/1/hw_counters/<mlx5/rxe name>, counters/<IB PMA name>
+//   (transport/counters.h)
+//                                                         "0", read live through the shim
 #pragma once
 
 #include <filesystem>
