@@ -18,6 +18,7 @@
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/loopback.h"
 #include "provider/sleeper.h"
+#include "runtime/env_vars.h"
 
 namespace uroce::provider {
 
@@ -109,7 +110,7 @@ Engine::~Engine() {
   stop_ = true;
   wake();
   thread_.join();
-  if (std::getenv("UROCE_STATS_ON_EXIT")) print_stats(stderr);
+  if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
   dev_.reset();
   port_.reset();
   close(wake_fd_);
@@ -191,7 +192,7 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
   if (auto e = engines[ibdev].lock()) return e;
   static bool once = [] {
     // Programs often exit without closing the device: report at exit too.
-    if (std::getenv("UROCE_STATS_ON_EXIT"))
+    if (runtime::env_flag("UROCE_STATS_ON_EXIT"))
       std::atexit([] {
         for (auto& [name, weak] : engines)
           if (auto e = weak.lock()) e->print_stats(stderr);

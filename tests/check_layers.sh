@@ -6,7 +6,7 @@
 #        cc/        -> cc/
 #        transport/ -> transport/, cc/
 #        runtime/   -> runtime/
-#        pmd_glue/  -> pmd_glue/, transport/, cc/
+#        pmd_glue/  -> pmd_glue/, transport/, cc/, runtime/
 #        provider/  -> provider/, pmd_glue/, transport/, cc/, runtime/
 #        tools/     -> tools/ and everything below it (not provider/)
 set -u
@@ -30,7 +30,7 @@ allowed() {
     cc) echo "cc" ;;
     transport) echo "transport cc" ;;
     runtime) echo "runtime" ;;
-    pmd_glue) echo "pmd_glue transport cc" ;;
+    pmd_glue) echo "pmd_glue transport cc runtime" ;;
     provider) echo "provider pmd_glue transport cc runtime" ;;
     tools) echo "tools pmd_glue transport cc runtime" ;;
   esac
