@@ -14,6 +14,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev tshark iproute2 iperf3 sockperf valgrind
   python3 python3-scapy gnuplot-nox procps
+  # man_completion renders the man pages
+  man-db
   # real clients the tests run over uroce
   ucx-utils openmpi-bin libopenmpi-dev
   # RDMA CM: librdmacm headers for the ucma tests, rping/udaddy/ucmatose

@@ -39,7 +39,8 @@ uroce_require_setup "$uroce"
 lib=$(cd "$prefix" && ls -d lib/*/libibverbs 2>/dev/null | head -1)
 [ -n "$lib" ] || lib=lib/libibverbs
 for f in bin/uroce bin/uroced "$lib/liburoce-rdmav34.so" "${lib%/libibverbs}/uroce/liburoce-preload.so" \
-  etc/libibverbs.d/uroce.driver share/doc/uroce/README.md; do
+  etc/libibverbs.d/uroce.driver share/doc/uroce/README.md share/man/man1/uroce.1 share/man/man1/uroced.1 \
+  share/bash-completion/completions/uroce share/bash-completion/completions/uroced; do
   [ -f "$prefix/$f" ] || fail "$f is not installed"
 done
 grep -qx "driver $prefix/$lib/liburoce" "$prefix/etc/libibverbs.d/uroce.driver" ||
