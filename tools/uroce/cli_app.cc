@@ -35,6 +35,9 @@ void setup_app(CLI::App& app, const std::string& usage, const std::string& foote
   app.formatter(std::make_shared<UroceFormatter>(usage));
   app.get_formatter()->label("OPTIONS", "options");
   app.set_help_flag("-h,--help", "print this help and exit");
+  // An option given twice takes the last value, as getopt-style parsers do (a wrapper's default, then the
+  // user's); options that collect (--cc-param, exp's words) keep every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   if (!footer.empty()) app.footer(footer);
 }
 
