@@ -213,9 +213,11 @@ TEST_F(UroceCli, HelpGoesToStdout) {
     EXPECT_EQ(r.status, 0);
     EXPECT_TRUE(contains(r.out, "usage: uroce <command>"));
   }
-  const ProcResult r = uroce({"run", "--help"});
-  EXPECT_EQ(r.status, 0);
-  EXPECT_TRUE(r.out.starts_with("usage: uroce run")) << r.out;
+  for (const Args& args : {Args{"run", "--help"}, Args{"help", "run"}}) {
+    const ProcResult r = uroce(args);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(r.out.starts_with("usage: uroce run")) << r.out;
+  }
 }
 
 TEST_F(UroceCli, EnvPrintsTheExportsAShellReadsBack) {

@@ -30,7 +30,7 @@ commands:
   exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value...]
                                 run a congestion-control scenario in the simulator: CSVs, PNGs,
                                 summary (exp --list describes the scenarios; docs/cc-results.md)
-  help                          show this text
+  help [COMMAND]                show this text, or that command's help
 
 options:
   --dev NAME  device uroce0..uroce3 (default uroce0); uroceN uses /dev/infiniband/uroce_verbsN

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", tools::version_line("uroce").c_str());
     return 0;
   }
+  // `uroce help CMD` is `uroce CMD --help`.
+  if (!help && rest.size() == 2 && rest[0] == "help") rest = {rest[1], "--help"};
   if (help || (!rest.empty() && rest[0] == "help")) {
     print(tools::usage());
     return 0;
