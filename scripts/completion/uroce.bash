@@ -38,7 +38,8 @@ _uroce() {
   esac
   local opts
   case $cmd in
-    setup | devices | help) opts="--help" ;;
+    setup | devices) opts="--help" ;;
+    help) opts=$cmds ;;
     env) opts="--dev --ip --list --markdown --help" ;;
     run) opts="--dev --ip --port --cc --cc-param --mtu --help --" ;;
     stats) opts="--pid --dev --json --all --watch --help" ;;
