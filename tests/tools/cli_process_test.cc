@@ -479,6 +479,13 @@ TEST(UrocedCli, VersionHelpAndOneLineErrors) {
     EXPECT_TRUE(r.err.ends_with("(run 'uroced --help')\n")) << r.err;
     EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
   }
+  // The variables uroced reads are refused at start when bad, naming them.
+  for (const auto& [name, bad] : {std::pair{"UROCED_SPIN_US", "abc"}, std::pair{"UROCED_YIELD", "no"},
+                                  std::pair{"UROCE_DPDK_MEM_MB", "8"}}) {
+    r = run_process({UROCED_TOOL_BIN, "--stats"}, {{{name, bad}}, {}});
+    EXPECT_EQ(r.status, 2) << name;
+    EXPECT_TRUE(r.err.starts_with("uroced: " + std::string(name) + "=" + bad + ": expected")) << r.err;
+  }
 }
 
 }  // namespace

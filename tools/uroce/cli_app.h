@@ -1,5 +1,5 @@
 // The one argument parser of uroce's subcommands and uroced: CLI11 apps with uroce's help layout and
-// one-line errors. A subcommand builds a CLI::App with make_app(), adds its options, and calls parse_app();
+// one-line errors. A subcommand constructs a CLI::App, calls setup_app(), adds its options, then parse_app();
 // bad input throws UsageError (tools/uroce/cli.h) with a message naming the option or value, and -h/--help
 // throws HelpRequested carrying that app's own help text.
 #pragma once
