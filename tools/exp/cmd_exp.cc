@@ -104,8 +104,8 @@ int cmd_exp(const std::vector<std::string>& args) {
       ->type_name("N");
   app.add_option("--cc", opt.cc, "the algorithm of every host (default: the scenario's)")->type_name("NAME");
   app.add_flag("--no-plots", no_plots, "CSVs only, no gnuplot PNGs");
-  app.add_option("words", words, "the scenario's name, then KEY=VALUE knobs")
-      ->type_name("SCENARIO KEY=VALUE");
+  app.add_option("SCENARIO", words, "the scenario's name (--list), then KEY=VALUE knobs")
+      ->type_name("[KEY=VALUE]");
   parse_app(app, args);
   if (show_list) {
     list(stdout);
@@ -116,7 +116,7 @@ int cmd_exp(const std::vector<std::string>& args) {
   if (app.count("--duration-us") > 0) {
     opt.duration_ns = parse_u64("--duration-us", duration_us) * 1000;
     if (opt.duration_ns == 0 || opt.duration_ns > 10'000'000'000ull)
-      throw UsageError("--duration-us: must be 1..10000000");
+      throw UsageError("bad value '" + duration_us + "' for --duration-us: expected 1 .. 10000000");
   }
   for (const std::string& a : words) {
     if (a.find('=') != std::string::npos) {
