@@ -10,6 +10,8 @@
 #   P/lib/<multiarch>/uroce/liburoce-preload.so
 #   P/libexec/uroce/uroce-exp-realtime
 #   P/share/doc/uroce/README.md, docs/*.md
+#   P/share/man/man1/uroce.1, uroced.1
+#   P/share/bash-completion/completions/uroce, uroced
 #   /etc/libibverbs.d/uroce.driver when P is /usr, else P/etc/libibverbs.d/uroce.driver
 include(GNUInstallDirs)
 
@@ -37,6 +39,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_uroce_docs} DESTINATION ${CMAKE
 # The licence, also as Debian's doc/<package>/copyright.
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/man/uroce.1 ${PROJECT_SOURCE_DIR}/docs/man/uroced.1
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# bash-completion loads completions/<command> when <command> is first completed: one file, under both names.
+foreach(_uroce_cmd uroce uroced)
+  install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/uroce.bash
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME ${_uroce_cmd})
+endforeach()
 
 # The .driver file is written at install time, for the prefix actually installed to (`cmake --install
 # --prefix` may differ from the configured one). Under /usr it goes to /etc/libibverbs.d, the directory

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "pmd_glue/dpdk_log.h"
+#include "runtime/env_vars.h"
 
 namespace uroce::glue {
 
@@ -88,15 +89,20 @@ bool Eal::hugepages_available() {
   return false;
 }
 
-EalConfig Eal::default_config() {
+EalConfig Eal::default_config(std::string* err) {
   EalConfig cfg;
   cfg.cpus = cpu_list_of_current_thread();
   cfg.pid = static_cast<int>(getpid());
-  if (const char* v = env("UROCE_HUGEPAGES"); v != nullptr && std::strcmp(v, "1") == 0)
-    cfg.hugepages = hugepages_available();
-  if (const char* v = env("UROCE_DPDK_MEM_MB"))
-    cfg.mem_mb = static_cast<unsigned>(std::strtoul(v, nullptr, 10));
-  if (cfg.mem_mb < 32) cfg.mem_mb = 128;
+  // A bad value is refused naming the variable (runtime/env_vars.h), never replaced by a default.
+  std::string bad;
+  for (const char* name : {"UROCE_HUGEPAGES", "UROCE_DPDK_LOG"})
+    if (const char* v = env(name); v != nullptr && bad.empty())
+      bad = runtime::check_env_value(*runtime::find_env_var(name), v);
+  uint64_t mem_mb = cfg.mem_mb;
+  if (bad.empty() && runtime::env_uint("UROCE_DPDK_MEM_MB", &mem_mb, &bad))
+    cfg.mem_mb = static_cast<unsigned>(mem_mb);
+  if (!bad.empty() && err != nullptr) *err = bad;
+  if (runtime::env_flag("UROCE_HUGEPAGES")) cfg.hugepages = hugepages_available();
   if (const char* v = env("UROCE_DPDK_LOG")) cfg.log_level = v;
   if (const char* v = env("UROCE_DPDK_EAL_ARGS")) {
     std::istringstream in(v);
@@ -142,7 +148,13 @@ bool Eal::ensure(std::string* err) {
     return true;
   }
 
-  const EalConfig cfg = default_config();
+  std::string bad_env;
+  const EalConfig cfg = default_config(&bad_env);
+  if (!bad_env.empty()) {
+    s.error = "DPDK EAL not started: " + bad_env;
+    if (err) *err = s.error;
+    return false;
+  }
   s.hugepages = cfg.hugepages;
   dpdk_log::install(std::getenv("UROCE_DPDK_LOG") != nullptr);
   s.args = build_args(cfg);

@@ -60,7 +60,8 @@ class Eal {
   static std::string unique_name(const char* prefix);
 
   // Pure helpers, exposed for tests.
-  static EalConfig default_config();  // from the environment and the calling thread's affinity
+  // From the environment and the calling thread's affinity; *err names a variable with a bad value.
+  static EalConfig default_config(std::string* err = nullptr);
   static std::vector<std::string> build_args(const EalConfig& cfg);
   static std::string cpu_list_of_current_thread();
   static bool hugepages_available();  // hugetlbfs at /dev/hugepages with free pages

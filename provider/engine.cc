@@ -18,6 +18,7 @@
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/loopback.h"
 #include "provider/sleeper.h"
+#include "runtime/env_vars.h"
 
 namespace uroce::provider {
 
@@ -43,6 +44,16 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   const char* sysfs = std::getenv("SYSFS_PATH");
   if (!sysfs)
     return "SYSFS_PATH is not set: start the program with 'uroce run -- PROGRAM' (or eval \"$(uroce env)\")";
+  // Every variable the provider, its DPDK layer and the shim read (runtime/env_vars.h): a bad value fails the
+  // open here, naming it, instead of silently meaning a default somewhere later.
+  for (const runtime::EnvVar& v : runtime::env_vars()) {
+    if (v.reader.find("provider") == std::string_view::npos &&
+        v.reader.find("pmd_glue") == std::string_view::npos &&
+        v.reader.find("shim") == std::string_view::npos)
+      continue;
+    if (const char* value = std::getenv(std::string(v.name).c_str()))
+      if (std::string e = runtime::check_env_value(v, value); !e.empty()) return e;
+  }
   const std::string gid_file = std::string(sysfs) + "/class/infiniband/" + ibdev + "/ports/1/gids/0";
   std::ifstream in(gid_file);
   std::string text;
@@ -67,16 +78,18 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     if (!ok) return "UROCE_MTU=" + v + ": must be 256, 512, 1024, 2048 or 4096";
   }
   if (const char* cc = std::getenv("UROCE_CC")) cfg->device.cc = cc;
-  if (const char* p = std::getenv("UROCE_CC_PARAMS")) {
+  const char* params = std::getenv("UROCE_CC_PARAMS");
+  if (params) {
     try {
-      cfg->device.cc_params = cc::parse_params(p);
+      cfg->device.cc_params = cc::parse_params(params);
     } catch (const std::invalid_argument& e) {
-      return std::string("UROCE_CC_PARAMS: ") + e.what();
+      return std::string("UROCE_CC_PARAMS=") + params + ": " + e.what();
     }
   }
   // A bad algorithm or parameter fails the open here, before any port is set up.
   if (std::string e = Device::check_config(cfg->device); !e.empty())
-    return "UROCE_CC / UROCE_CC_PARAMS: " + e;
+    return "UROCE_CC=" + cfg->device.cc + (params ? std::string(" UROCE_CC_PARAMS=") + params : "") + ": " +
+           e;
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
   return "";
 }
@@ -109,7 +122,7 @@ Engine::~Engine() {
   stop_ = true;
   wake();
   thread_.join();
-  if (std::getenv("UROCE_STATS_ON_EXIT")) print_stats(stderr);
+  if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
   dev_.reset();
   port_.reset();
   close(wake_fd_);
@@ -191,7 +204,7 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
   if (auto e = engines[ibdev].lock()) return e;
   static bool once = [] {
     // Programs often exit without closing the device: report at exit too.
-    if (std::getenv("UROCE_STATS_ON_EXIT"))
+    if (runtime::env_flag("UROCE_STATS_ON_EXIT"))
       std::atexit([] {
         for (auto& [name, weak] : engines)
           if (auto e = weak.lock()) e->print_stats(stderr);

@@ -9,9 +9,13 @@ packages=(
   # datapath and provider
   dpdk dpdk-dev libdpdk-dev libibverbs-dev ibverbs-utils ibverbs-providers rdma-core perftest
   liburing-dev libboost-dev libisal-dev libnuma-dev libpcap-dev zlib1g-dev nlohmann-json3-dev
+  # the command-line tools' argument parser (header-only)
+  libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev tshark iproute2 iperf3 sockperf valgrind
   python3 python3-scapy gnuplot-nox procps
+  # man_completion renders the man pages
+  man-db
   # real clients the tests run over uroce
   ucx-utils openmpi-bin libopenmpi-dev
   # RDMA CM: librdmacm headers for the ucma tests, rping/udaddy/ucmatose

@@ -8,7 +8,7 @@
 #        fabric/    -> fabric/, transport/, cc/
 #        sim/       -> sim/, fabric/, transport/, cc/
 #        runtime/   -> runtime/
-#        pmd_glue/  -> pmd_glue/, transport/, cc/
+#        pmd_glue/  -> pmd_glue/, transport/, cc/, runtime/
 #        provider/  -> provider/, pmd_glue/, transport/, cc/, runtime/
 #        tools/     -> tools/ and everything below it (not provider/)
 set -u
@@ -34,7 +34,7 @@ allowed() {
     fabric) echo "fabric transport cc" ;;
     sim) echo "sim fabric transport cc" ;;
     runtime) echo "runtime" ;;
-    pmd_glue) echo "pmd_glue transport cc" ;;
+    pmd_glue) echo "pmd_glue transport cc runtime" ;;
     provider) echo "provider pmd_glue transport cc runtime" ;;
     tools) echo "tools sim fabric pmd_glue transport cc runtime" ;;
   esac

@@ -36,6 +36,23 @@ TEST(EalArgs, DefaultsAreNoHugepagesAndAnUnpinnedLcore) {
   EXPECT_EQ(Eal::build_args(cfg), want);
 }
 
+// A bad value of a variable EAL's start-up reads is refused naming it, never replaced by a default.
+TEST(EalArgs, ABadVariableIsRefusedNamingIt) {
+  for (const auto& [name, bad] : {std::pair{"UROCE_DPDK_MEM_MB", "abc"}, std::pair{"UROCE_DPDK_MEM_MB", "8"},
+                                  std::pair{"UROCE_HUGEPAGES", "yes"}, std::pair{"UROCE_DPDK_LOG", "loud"}}) {
+    ASSERT_EQ(setenv(name, bad, 1), 0);
+    std::string err;
+    (void)Eal::default_config(&err);
+    unsetenv(name);
+    EXPECT_TRUE(err.starts_with(std::string(name) + "=" + bad + ": expected")) << err;
+  }
+  ASSERT_EQ(setenv("UROCE_DPDK_MEM_MB", "256", 1), 0);
+  std::string err;
+  EXPECT_EQ(Eal::default_config(&err).mem_mb, 256u);
+  unsetenv("UROCE_DPDK_MEM_MB");
+  EXPECT_EQ(err, "");
+}
+
 TEST(EalArgs, HugepagesUseInMemory) {
   EalConfig cfg;
   cfg.cpus = "1";

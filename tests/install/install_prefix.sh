@@ -38,7 +38,8 @@ uroce=$prefix/bin/uroce  # no `uroce setup`: the installed shim stands in for th
 lib=$(cd "$prefix" && ls -d lib/*/libibverbs 2>/dev/null | head -1)
 [ -n "$lib" ] || lib=lib/libibverbs
 for f in bin/uroce bin/uroced "$lib/liburoce-rdmav34.so" "${lib%/libibverbs}/uroce/liburoce-preload.so" \
-  etc/libibverbs.d/uroce.driver share/doc/uroce/README.md; do
+  etc/libibverbs.d/uroce.driver share/doc/uroce/README.md share/man/man1/uroce.1 share/man/man1/uroced.1 \
+  share/bash-completion/completions/uroce share/bash-completion/completions/uroced; do
   [ -f "$prefix/$f" ] || fail "$f is not installed"
 done
 grep -qx "driver $prefix/$lib/liburoce" "$prefix/etc/libibverbs.d/uroce.driver" ||

@@ -37,6 +37,14 @@ TEST(CliArgs, BothSpellingsOfOptions) {
   EXPECT_EQ(p.device.ip.text, "10.1.2.3");
 }
 
+// As with getopt: an option given again replaces the earlier value (a wrapper's default, then the user's).
+TEST(CliArgs, ARepeatedOptionTakesTheLastValue) {
+  const ParsedArgs p =
+      parse_device_args({"--dev", "uroce1", "--ip=10.0.0.1", "--dev=uroce2", "--ip", "fd00::2"}, false);
+  EXPECT_EQ(p.device.dev, "uroce2");
+  EXPECT_EQ(p.device.ip.text, "fd00::2");
+}
+
 TEST(CliArgs, RunCommandAfterDoubleDashOrFirstWord) {
   ParsedArgs p = parse_device_args({"--dev", "uroce2", "--", "ibv_devinfo", "-v", "--dev", "x"}, true);
   EXPECT_EQ(p.device.dev, "uroce2");

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <string>
 
+#include "runtime/env_vars.h"
 #include "tests/tools/process.h"
 #include "tools/uroce/dev_nodes.h"
+#include "uroce_build_info.h"
 
 namespace uroce::test {
 namespace {
@@ -57,7 +59,9 @@ class UroceCli : public ::testing::Test {
     if (!has_dev_dir) env.set.emplace_back("UROCE_DEV_DIR", dir("no-such-dev-dir"));
     // These tests are about the command line and the environment, not the host switch: one process, the
     // in-process loopback port (the default, uroced, has its own tests).
-    env.set.emplace_back("UROCE_PORT", "loopback");
+    bool has_port = false;
+    for (const auto& [k, v] : env.set) has_port = has_port || k == "UROCE_PORT";
+    if (!has_port) env.set.emplace_back("UROCE_PORT", "loopback");
     return run_process(args, env);
   }
 
@@ -94,8 +98,7 @@ TEST(RunProcess, KillsAChildThatOutlivesItsTimeout) {
 TEST_F(UroceCli, NoCommandIsAUsageError) {
   const ProcResult r = uroce({});
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.err, "uroce: missing command")) << r.err;
-  EXPECT_TRUE(contains(r.err, "usage: uroce <command>")) << r.err;
+  EXPECT_EQ(r.err, "uroce: missing command (run 'uroce --help')\n");
   EXPECT_EQ(r.out, "");
 }
 
@@ -119,16 +122,101 @@ TEST_F(UroceCli, BadOptionsExit2NamingTheProblem) {
     const ProcResult r = uroce(args);
     EXPECT_EQ(r.status, 2) << args[0];
     EXPECT_TRUE(contains(r.err, message)) << r.err;
-    EXPECT_TRUE(contains(r.err, "usage: uroce <command>")) << r.err;
+    // One line: the problem and where the command's help is, not the whole usage text.
+    EXPECT_TRUE(contains(r.err, "(run 'uroce " + args[0] + " --help')\n")) << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
     EXPECT_EQ(r.out, "");
   }
 }
 
+// Every subcommand's usage error is one line naming the bad option, the same way, whichever subcommand.
+TEST_F(UroceCli, UnknownOptionIsOneLineInEverySubcommand) {
+  for (const char* cmd : {"setup", "env", "run", "devices", "stats", "capture", "exp"}) {
+    const ProcResult r = uroce({cmd, "--no-such-option"});
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.err, "uroce " + std::string(cmd) + ": unknown option '--no-such-option' (run 'uroce " + cmd +
+                         " --help')\n");
+    EXPECT_EQ(r.out, "");
+  }
+  const ProcResult r = uroce({"--no-such-option"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "uroce: unknown option '--no-such-option' (run 'uroce --help')\n");
+}
+
+TEST_F(UroceCli, VersionPrintsTheProjectVersion) {
+  const ProcResult r = uroce({"--version"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("uroce " UROCE_VERSION)) << r.out;
+  EXPECT_EQ(count(r.out, "\n"), 1u) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+// `uroce CMD --help` is that command's own text: its synopsis and options, not the global usage.
+TEST_F(UroceCli, EachSubcommandHasItsOwnHelp) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"stats", {"--pid PID", "--json", "--all", "--watch SECONDS"}},
+      {"capture", {"-w FILE.pcap", "--force", "--duration SECONDS", "--snaplen"}},
+      {"run", {"--port P", "--cc NAME", "--cc-param K=V", "--mtu N", "-- CMD"}},
+      {"env", {"--dev NAME", "--ip ADDR", "--list"}},
+      {"exp", {"--out DIR", "--seed N", "--duration-us N", "--no-plots", "--list"}},
+      {"setup", {"as root, once"}},
+      {"devices", {"sysfs trees"}},
+  };
+  for (const auto& [cmd, words] : cases) {
+    for (const char* flag : {"--help", "-h"}) {
+      const ProcResult r = uroce({cmd, flag});
+      EXPECT_EQ(r.status, 0) << cmd;
+      EXPECT_TRUE(r.out.starts_with("usage: uroce " + cmd)) << r.out;
+      EXPECT_FALSE(contains(r.out, "usage: uroce <command>")) << cmd << " printed the global text";
+      for (const std::string& w : words) EXPECT_TRUE(contains(r.out, w)) << cmd << ": " << w << "\n" << r.out;
+    }
+  }
+}
+
+// Options of `uroce exp` go before or after the scenario, as --opt=value or --opt value; the run reaches
+// the scenario (10 simulated us, no plots) and writes its summary where --out says.
+TEST_F(UroceCli, ExpTakesOptionsBeforeAndAfterTheScenario) {
+  const std::vector<Args> forms = {
+      {"exp", "--out=" + dir("a").string(), "incast", "--duration-us=10", "--no-plots"},
+      {"exp", "incast", "--out=" + dir("b").string(), "--duration-us", "10", "--no-plots"},
+      {"exp", "--out", dir("c").string(), "incast", "--no-plots", "--duration-us=10"},
+  };
+  for (const Args& args : forms) {
+    const ProcResult r = uroce(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "scenario incast")) << r.out;
+  }
+  for (const char* d : {"a", "b", "c"})
+    EXPECT_TRUE(fs::is_regular_file(dir(d) / "incast" / "summary.txt")) << d;
+}
+
+// `uroce run` stops reading options at "--" (or at CMD): CMD's arguments reach it untouched, even ones
+// that look like uroce's own options or an empty --opt=.
+TEST_F(UroceCli, RunPassesTheCommandsArgumentsUntouched) {
+  const fs::path dev = good_dev_dir();
+  if (dev.empty()) GTEST_SKIP() << "cannot make device nodes here and 'uroce setup' was not run";
+  ProcEnv env;
+  env.set = {{"UROCE_DEV_DIR", dev}};
+  const Args cmd = {"sh", "-c", "printf '[%s]' \"$@\"", "sh", "--dev=", "--ip", "x", "--", "-h", "--cc=y"};
+  for (const Args& before : {Args{"run", "--dev=uroce0", "--"}, Args{"run", "--ip", "127.1.0.1"}}) {
+    Args args = before;
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    const ProcResult r = uroce(args, env);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "[--dev=][--ip][x][--][-h][--cc=y]");
+  }
+}
+
 TEST_F(UroceCli, HelpGoesToStdout) {
-  for (const Args& args : {Args{"help"}, Args{"--help"}, Args{"run", "--help"}}) {
+  for (const Args& args : {Args{"help"}, Args{"--help"}, Args{"-h"}}) {
     const ProcResult r = uroce(args);
     EXPECT_EQ(r.status, 0);
     EXPECT_TRUE(contains(r.out, "usage: uroce <command>"));
+  }
+  for (const Args& args : {Args{"run", "--help"}, Args{"help", "run"}}) {
+    const ProcResult r = uroce(args);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(r.out.starts_with("usage: uroce run")) << r.out;
   }
 }
 
@@ -294,6 +382,121 @@ TEST_F(UroceCli, DevicesShowsMissingSetupAndTrees) {
   EXPECT_TRUE(contains(r.out, "run 'sudo uroce setup' once")) << r.out;
   EXPECT_TRUE(contains(r.out, "uroce3   gid0 0000:0000:0000:0000:0000:ffff:7f01:0001")) << r.out;
   EXPECT_TRUE(contains(r.out, "SYSFS_PATH=" + tree("uroce3-127.1.0.1").string())) << r.out;
+}
+
+// A value of each kind that the table's check refuses; "" for the kinds that take any value.
+std::string bad_value(const runtime::EnvVar& v) {
+  switch (v.kind) {
+    case runtime::EnvKind::kFlag:
+      return "yes";
+    case runtime::EnvKind::kUint:
+      return "abc";
+    case runtime::EnvKind::kChoice:
+      return "bogus";
+    case runtime::EnvKind::kCc:
+      return "no_such_cc";
+    case runtime::EnvKind::kCcParams:
+      return "no_such_param=1";
+    case runtime::EnvKind::kPort:
+      return "memif:role=sideways";
+    case runtime::EnvKind::kDevice:
+      return "uroce9";
+    case runtime::EnvKind::kText:
+    case runtime::EnvKind::kPath:
+      return "";
+  }
+  return "";
+}
+
+// `uroce run` refuses a bad value of every variable in the table, naming it and the value, before it runs
+// anything (here before it even looks for the device nodes, which this test does not provide).
+TEST_F(UroceCli, RunRefusesABadValueOfEveryVariableInTheTable) {
+  std::vector<std::string> free_form;
+  for (const runtime::EnvVar& v : runtime::env_vars()) {
+    const std::string name(v.name), bad = bad_value(v);
+    if (bad.empty()) {
+      free_form.push_back(name);
+      continue;
+    }
+    const fs::path marker = dir("ran-" + name);
+    ProcEnv env;
+    env.set = {{name, bad}};
+    const ProcResult r = uroce({"run", "--", "touch", marker}, env);
+    EXPECT_EQ(r.status, 1) << name << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("uroce run: " + name + "=" + bad + ": ")) << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << name;
+  }
+  // Only paths and free text take any value.
+  EXPECT_EQ(free_form, (std::vector<std::string>{"UROCE_DPDK_EAL_ARGS", "SYSFS_PATH", "LD_PRELOAD", "PATH",
+                                                 "XDG_RUNTIME_DIR", "UROCE_LIBDIR", "UROCE_DEV_DIR", "UROCED",
+                                                 "UROCED_CONFIG"}));
+}
+
+// The flags for CC and MTU are checked when parsed, as the flag, in one line, before anything runs.
+TEST_F(UroceCli, RunRefusesBadCcAndMtuFlags) {
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"--cc", "no_such_cc"}, "bad value 'no_such_cc' for --cc: "},
+      {{"--cc=dcqcn", "--cc-param", "no_such_param=1"}, "bad value 'no_such_param=1' for --cc-param: "},
+      {{"--cc-param", "rpg_time_reset"}, "bad value 'rpg_time_reset' for --cc-param: expected K=V"},
+      {{"--mtu=9000"}, "bad value '9000' for --mtu: expected 256|512|1024|2048|4096"},
+      {{"--port", "memif:role=sideways"}, "bad value 'memif:role=sideways' for --port: "},
+  };
+  for (const auto& [flags, message] : cases) {
+    Args args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "true"});
+    const ProcResult r = uroce(args);
+    EXPECT_EQ(r.status, 2) << flags[0];
+    EXPECT_TRUE(r.err.starts_with("uroce run: " + message)) << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  }
+}
+
+// --cc, --cc-param (repeatable, joined) and --mtu reach the command as UROCE_CC, UROCE_CC_PARAMS, UROCE_MTU.
+TEST_F(UroceCli, RunSetsTheCcAndMtuVariablesForTheCommand) {
+  const fs::path dev = good_dev_dir();
+  if (dev.empty()) GTEST_SKIP() << "cannot make device nodes here and 'uroce setup' was not run";
+  ProcEnv env;
+  env.set = {{"UROCE_DEV_DIR", dev}, {"UROCE_CC_PARAMS", "replaced=1"}};
+  const ProcResult r =
+      uroce({"run", "--cc", "dcqcn", "--cc-param", "rpg_time_reset=300", "--cc-param=rpg_ai_rate=10", "--mtu",
+             "1024", "--", "sh", "-c", "echo \"$UROCE_CC|$UROCE_CC_PARAMS|$UROCE_MTU\""},
+            env);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "dcqcn|rpg_time_reset=300,rpg_ai_rate=10|1024\n");
+}
+
+TEST(UrocedCli, VersionHelpAndOneLineErrors) {
+  ProcResult r = run_process({UROCED_TOOL_BIN, "--version"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("uroced " UROCE_VERSION)) << r.out;
+  r = run_process({UROCED_TOOL_BIN, "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(r.out.starts_with("usage: uroced")) << r.out;
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"--no-such-option", "1"}, "uroced: --no-such-option: unknown key 'no_such_option'"},
+      {{"--rate"}, "uroced: option '--rate' needs a value"},
+      {{"--rate=fast"}, "uroced: --rate: rate: bits/s expected (0, 100000, 500m, 10g), got 'fast'"},
+      {{"--idle-exit", "x"}, "uroced: --idle-exit: idle_exit: seconds expected, got 'x'"},
+      {{"stray"}, "uroced: unexpected argument 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    Args argv = {UROCED_TOOL_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << args[0];
+    EXPECT_TRUE(r.err.starts_with(message)) << r.err;
+    EXPECT_TRUE(r.err.ends_with("(run 'uroced --help')\n")) << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  }
+  // The variables uroced reads are refused at start when bad, naming them.
+  for (const auto& [name, bad] : {std::pair{"UROCED_SPIN_US", "abc"}, std::pair{"UROCED_YIELD", "no"},
+                                  std::pair{"UROCE_DPDK_MEM_MB", "8"}}) {
+    r = run_process({UROCED_TOOL_BIN, "--stats"}, {{{name, bad}}, {}});
+    EXPECT_EQ(r.status, 2) << name;
+    EXPECT_TRUE(r.err.starts_with("uroced: " + std::string(name) + "=" + bad + ": expected")) << r.err;
+  }
 }
 
 }  // namespace

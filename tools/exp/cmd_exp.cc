@@ -14,6 +14,7 @@
 
 #include "tools/exp/runner.h"
 #include "tools/uroce/cli.h"
+#include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
 #include "tools/uroce/paths.h"
 #include "tools/uroced/client.h"
@@ -30,7 +31,8 @@ uint64_t parse_u64(const std::string& opt, const std::string& v) {
   } catch (const std::exception&) {
     n = 0;
   }
-  if (n == 0 || n != v.size()) throw UsageError(opt + ": '" + v + "' is not a number");
+  if (n == 0 || n != v.size() || v[0] == '-')
+    throw UsageError("bad value '" + v + "' for " + opt + ": expected a number");
   return x;
 }
 
@@ -84,37 +86,45 @@ int cmd_exp(const std::vector<std::string>& args) {
     }
   exp::RunOptions opt;
   std::string name, out = "exp-out";
-  bool plots = true;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") throw HelpRequested{};
-    if (a == "--list") {
-      list(stdout);
-      return 0;
-    } else if (a == "--out") {
-      out = value();
-    } else if (a == "--seed") {
-      opt.seed = parse_u64(a, value());
-    } else if (a == "--duration-us") {
-      opt.duration_ns = parse_u64(a, value()) * 1000;
-      if (opt.duration_ns == 0 || opt.duration_ns > 10'000'000'000ull)
-        throw UsageError("--duration-us: must be 1..10000000");
-    } else if (a == "--cc") {
-      opt.cc = value();
-    } else if (a == "--no-plots") {
-      plots = false;
-    } else if (a.find('=') != std::string::npos) {
+  CLI::App app(
+      "Runs a congestion-control scenario in the simulator: CSVs, PNGs and a summary per variant\n"
+      "(docs/cc-results.md). KEY=VALUE words set the scenario's knobs (--list names them).",
+      "uroce exp");
+  setup_app(app,
+            "SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [KEY=VALUE...]\n"
+            "       uroce exp --list\n"
+            "       uroce exp --realtime SCENARIO ...   (real verbs traffic through uroced)");
+  bool show_list = false, no_plots = false;
+  std::string seed, duration_us;
+  std::vector<std::string> words;
+  app.add_flag("--list", show_list, "describe the scenarios and the common keys");
+  app.add_option("--out", out, "write the results under DIR/SCENARIO (default exp-out)")->type_name("DIR");
+  app.add_option("--seed", seed, "the simulation's random seed")->type_name("N");
+  app.add_option("--duration-us", duration_us, "simulated time, 1..10000000 us (default: the scenario's)")
+      ->type_name("N");
+  app.add_option("--cc", opt.cc, "the algorithm of every host (default: the scenario's)")->type_name("NAME");
+  app.add_flag("--no-plots", no_plots, "CSVs only, no gnuplot PNGs");
+  app.add_option("SCENARIO", words, "the scenario's name (--list), then KEY=VALUE knobs")
+      ->type_name("[KEY=VALUE]");
+  parse_app(app, args);
+  if (show_list) {
+    list(stdout);
+    return 0;
+  }
+  const bool plots = !no_plots;
+  if (app.count("--seed") > 0) opt.seed = parse_u64("--seed", seed);
+  if (app.count("--duration-us") > 0) {
+    opt.duration_ns = parse_u64("--duration-us", duration_us) * 1000;
+    if (opt.duration_ns == 0 || opt.duration_ns > 10'000'000'000ull)
+      throw UsageError("bad value '" + duration_us + "' for --duration-us: expected 1 .. 10000000");
+  }
+  for (const std::string& a : words) {
+    if (a.find('=') != std::string::npos) {
       try {
         opt.knobs.set(a);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
-    } else if (a.rfind("--", 0) == 0) {
-      throw UsageError("unknown option '" + a + "'");
     } else if (name.empty()) {
       name = a;
     } else {

@@ -5,22 +5,10 @@
 #include <string_view>
 
 #include "tools/uroce/cli.h"
+#include "tools/uroce/cli_app.h"
 
 namespace uroce::tools {
 namespace {
-
-// Matches "--name VALUE" and "--name=VALUE" (and "-x VALUE" for a short name); advances i past the value.
-bool take(const std::vector<std::string>& args, size_t& i, std::string_view name, std::string* value) {
-  const std::string& a = args[i];
-  if (a.size() > name.size() && a.starts_with(name) && a[name.size()] == '=') {
-    *value = a.substr(name.size() + 1);
-    return true;
-  }
-  if (a != name) return false;
-  if (i + 1 >= args.size()) throw UsageError("option '" + std::string(name) + "' needs a value");
-  *value = args[++i];
-  return true;
-}
 
 uint64_t to_uint(const std::string& v, std::string_view opt, uint64_t min, uint64_t max) {
   uint64_t n = 0;
@@ -40,68 +28,74 @@ double to_seconds(const std::string& v, std::string_view opt) {
   return d;
 }
 
-// --pid and --dev, shared by both commands. True when args[i] was one of them.
-bool take_target(const std::vector<std::string>& args, size_t& i, pid_t* pid, std::string* dev) {
-  std::string v;
-  if (take(args, i, "--pid", &v)) {
-    *pid = static_cast<pid_t>(to_uint(v, "--pid", 1, 0x7fffffff));
-    return true;
-  }
-  if (take(args, i, "--dev", &v)) {
-    if (!device_index(v))
-      throw UsageError("bad value '" + v + "' for --dev: expected a device name like uroce0");
-    *dev = v;
-    return true;
-  }
-  return false;
+// --pid and --dev, shared by both commands, kept as typed.
+struct TargetWords {
+  std::string pid, dev;
+};
+
+void add_target(CLI::App& app, TargetWords* w) {
+  app.add_option("--pid", w->pid, "only the process PID (default: every process)")->type_name("PID");
+  app.add_option("--dev", w->dev, "only the device NAME, uroce0..uroce3 (default: every device)")
+      ->type_name("NAME");
 }
 
-[[noreturn]] void reject(const std::string& a) {
-  if (a == "-h" || a == "--help") throw HelpRequested{};
-  if (a.starts_with("-")) throw UsageError("unknown option '" + a + "'");
-  throw UsageError("unexpected argument '" + a + "'");
+void check_target(const CLI::App& app, const TargetWords& w, pid_t* pid, std::string* dev) {
+  if (app.count("--pid") > 0) *pid = static_cast<pid_t>(to_uint(w.pid, "--pid", 1, 0x7fffffff));
+  if (app.count("--dev") > 0) {
+    if (!device_index(w.dev))
+      throw UsageError("bad value '" + w.dev + "' for --dev: expected a device name like uroce0");
+    *dev = w.dev;
+  }
 }
 
 }  // namespace
 
 StatsArgs parse_stats_args(const std::vector<std::string>& args) {
+  CLI::App app(
+      "Counters of the uroce devices open in running processes, per device and per QP (zero counters\n"
+      "hidden unless --all).",
+      "uroce stats");
+  setup_app(app, "[--pid PID] [--dev NAME] [--json] [--all] [--watch SECONDS]");
   StatsArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string v;
-    if (take_target(args, i, &out.pid, &out.dev)) continue;
-    if (args[i] == "--json") {
-      out.json = true;
-    } else if (args[i] == "--all") {
-      out.all = true;
-    } else if (take(args, i, "--watch", &v)) {
-      out.watch_s = to_seconds(v, "--watch");
-    } else {
-      reject(args[i]);
-    }
-  }
+  TargetWords target;
+  std::string watch;
+  add_target(app, &target);
+  app.add_flag("--json", out.json, "print the engines' replies as JSON");
+  app.add_flag("--all", out.all, "include the counters that are zero");
+  app.add_option("--watch", watch, "print again every SECONDS, with the rates of what moved")
+      ->type_name("SECONDS");
+  parse_app(app, args);
+  check_target(app, target, &out.pid, &out.dev);
+  if (app.count("--watch") > 0) out.watch_s = to_seconds(watch, "--watch");
   return out;
 }
 
 CaptureArgs parse_capture_args(const std::vector<std::string>& args) {
+  CLI::App app(
+      "Makes a running device write a pcap of the frames it sends and receives, until COUNT frames,\n"
+      "SECONDS or Ctrl-C. FILE is created new with mode 0600 (an existing file is kept unless --force,\n"
+      "which replaces a regular file but never follows a symbolic link).",
+      "uroce capture");
+  setup_app(app,
+            "[--pid PID] [--dev NAME] -w FILE.pcap [--force] [-c COUNT] [--duration SECONDS] [-s SNAPLEN]");
   CaptureArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string v;
-    if (take_target(args, i, &out.pid, &out.dev)) continue;
-    if (take(args, i, "-w", &v)) {
-      if (v.empty()) throw UsageError("option '-w' needs a file name");
-      out.file = v;
-    } else if (args[i] == "--force") {
-      out.force = true;
-    } else if (take(args, i, "-c", &v)) {
-      out.count = to_uint(v, "-c", 1, UINT64_MAX);
-    } else if (take(args, i, "--duration", &v)) {
-      out.duration_s = to_seconds(v, "--duration");
-    } else if (take(args, i, "-s", &v) || take(args, i, "--snaplen", &v)) {
-      out.snaplen = static_cast<uint32_t>(to_uint(v, "--snaplen", 64, 262144));
-    } else {
-      reject(args[i]);
-    }
-  }
+  TargetWords target;
+  std::string count, duration, snaplen;
+  add_target(app, &target);
+  app.add_option("-w", out.file, "the pcap file to write")->type_name("FILE.pcap");
+  app.add_flag("--force", out.force, "replace an existing regular file");
+  app.add_option("-c", count, "stop after COUNT frames")->type_name("COUNT");
+  app.add_option("--duration", duration, "stop after SECONDS")->type_name("SECONDS");
+  app.add_option("-s,--snaplen", snaplen,
+                 "keep at most SNAPLEN bytes of each frame, 64..262144 (default: all)")
+      ->type_name("SNAPLEN");
+  parse_app(app, args);
+  check_target(app, target, &out.pid, &out.dev);
+  if (app.count("-c") > 0) out.count = to_uint(count, "-c", 1, UINT64_MAX);
+  if (app.count("--duration") > 0) out.duration_s = to_seconds(duration, "--duration");
+  if (app.count("--snaplen") > 0)
+    out.snaplen = static_cast<uint32_t>(to_uint(snaplen, "--snaplen", 64, 262144));
+  if (app.count("-w") > 0 && out.file.empty()) throw UsageError("option '-w' needs a file name");
   if (out.file.empty()) throw UsageError("missing -w FILE.pcap");
   return out;
 }

@@ -2,17 +2,21 @@
 
 #include <charconv>
 
+#include "tools/uroce/cli_app.h"
 #include "tools/uroce/layout.h"
 
 namespace uroce::tools {
 namespace {
 
 constexpr std::string_view kUsage = R"usage(usage: uroce <command> [options]
+       uroce --version | --help
+       uroce <command> --help        that command's options
 
 commands:
   setup                         create the device nodes /dev/infiniband/uroce_verbs0..3 (as root, once)
   env [--dev NAME] [--ip ADDR]  print 'export' lines for a shell:  eval "$(uroce env)"
-  run [--dev NAME] [--ip ADDR] -- CMD [ARGS...]
+  env --list                    every environment variable uroce reads (docs/environment.md)
+  run [--dev NAME] [--ip ADDR] [--port P] [--cc NAME] [--cc-param K=V]... [--mtu N] -- CMD [ARGS...]
                                 run an unmodified verbs program on a uroce device
   devices                       show device nodes, sysfs trees and libraries
   stats [--pid PID] [--dev NAME] [--json] [--all] [--watch SECONDS]
@@ -26,13 +30,16 @@ commands:
   exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value...]
                                 run a congestion-control scenario in the simulator: CSVs, PNGs,
                                 summary (exp --list describes the scenarios; docs/cc-results.md)
-  help                          show this text
+  help [COMMAND]                show this text, or that command's help
 
 options:
   --dev NAME  device uroce0..uroce3 (default uroce0); uroceN uses /dev/infiniband/uroce_verbsN
   --ip ADDR   IPv4 or IPv6 address whose RoCE v2 GID is GID 0 (default 127.1.0.1)
   --port P   run only: the device's packet port, P = uroced (a lease from the host switch: its own
               address and memif port, uroced started on demand) or a DPDK port spec (sets UROCE_PORT)
+  --cc NAME, --cc-param K=V, --mtu N
+              run only: congestion control, its parameters and the port MTU for CMD (set UROCE_CC,
+              UROCE_CC_PARAMS, UROCE_MTU)
 
 environment:
   XDG_RUNTIME_DIR  trees are written to ${XDG_RUNTIME_DIR:-/tmp}/uroce-<uid>/<dev>-<ip>/sysfs
@@ -41,19 +48,8 @@ environment:
                    next to this executable)
   UROCE_DEV_DIR    where setup, run and devices look for the nodes (default /dev/infiniband;
                    for tests: libibverbs itself always uses /dev/infiniband)
+  ...              'uroce env --list' shows all of them; 'uroce run' refuses a bad value of any
 )usage";
-
-// Splits "--opt=value" or takes the next word; advances i past what it consumed.
-std::string option_value(const std::vector<std::string>& args, size_t& i, std::string_view name) {
-  const std::string& a = args[i];
-  if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
-  if (i + 1 >= args.size()) throw UsageError("option '" + std::string(name) + "' needs a value");
-  return args[++i];
-}
-
-bool is_option(const std::string& a, std::string_view name) {
-  return a == name || (a.size() > name.size() && a.starts_with(name) && a[name.size()] == '=');
-}
 
 }  // namespace
 
@@ -67,36 +63,7 @@ std::optional<unsigned> device_index(std::string_view name) {
   return n;
 }
 
-ParsedArgs parse_device_args(const std::vector<std::string>& args, bool want_command) {
-  std::string dev(kDefaultDev);
-  std::string ip(kDefaultIp);
-  ParsedArgs out;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") throw HelpRequested{};
-    if (is_option(a, "--dev")) {
-      dev = option_value(args, i, "--dev");
-    } else if (is_option(a, "--ip")) {
-      ip = option_value(args, i, "--ip");
-    } else if (a == "--") {
-      if (!want_command) throw UsageError("unexpected '--'");
-      ++i;
-      break;
-    } else if (a.starts_with("-")) {
-      throw UsageError("unknown option '" + a + "'");
-    } else if (want_command) {
-      break;
-    } else {
-      throw UsageError("unexpected argument '" + a + "'");
-    }
-  }
-  if (want_command) {
-    out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-    if (out.command.empty())
-      throw UsageError("missing command: uroce run [--dev NAME] [--ip ADDR] -- CMD [ARGS...]");
-  }
-
+DeviceOptions check_device(const std::string& dev, const std::string& ip) {
   const auto index = device_index(dev);
   if (!index) {
     throw UsageError("bad value '" + dev + "' for --dev: expected uroce0 .. uroce" +
@@ -108,15 +75,51 @@ ParsedArgs parse_device_args(const std::vector<std::string>& args, bool want_com
     throw UsageError("bad value '" + ip + "' for --ip: expected an IPv4 or IPv6 unicast address, e.g. " +
                      std::string(kDefaultIp) + " or fd00::1");
   }
-  out.device = {dev, *index, *addr};
+  return {dev, *index, *addr};
+}
+
+void add_device_options(CLI::App& app, DeviceWords* words) {
+  app.add_option("--dev", words->dev,
+                 "device uroce0..uroce" + std::to_string(kNumDevNodes - 1) + " (default " +
+                     std::string(kDefaultDev) + "); uroceN uses /dev/infiniband/" +
+                     std::string(kUverbsPrefix) + "N")
+      ->type_name("NAME");
+  app.add_option("--ip", words->ip,
+                 "IPv4 or IPv6 address whose RoCE v2 GID is GID 0 (default " + std::string(kDefaultIp) + ")")
+      ->type_name("ADDR");
+}
+
+ParsedArgs parse_device_args(const std::vector<std::string>& args, bool want_command) {
+  CLI::App app(want_command ? "Runs CMD with the uroce environment." : "Prints the uroce environment.",
+               want_command ? "uroce run" : "uroce env");
+  setup_app(app, want_command ? "[--dev NAME] [--ip ADDR] -- CMD [ARGS...]" : "[--dev NAME] [--ip ADDR]");
+  DeviceWords words;
+  add_device_options(app, &words);
+  if (want_command) app.prefix_command();
+  std::vector<std::string> rest;
+  parse_app(app, args, want_command ? &rest : nullptr);
+  ParsedArgs out;
+  if (want_command) out.command = command_words(rest);
+  out.device = check_device(words.dev, words.ip);
   return out;
 }
 
-void expect_no_args(const std::vector<std::string>& args) {
-  if (args.empty()) return;
-  if (args[0] == "-h" || args[0] == "--help") throw HelpRequested{};
-  if (args[0].starts_with("-")) throw UsageError("unknown option '" + args[0] + "'");
-  throw UsageError("unexpected argument '" + args[0] + "'");
+std::vector<std::string> command_words(std::vector<std::string> rest) {
+  // A prefix command stops at "--" or at the first word it does not know: an option it does not have is
+  // still an error, the first other word starts CMD.
+  if (!rest.empty() && rest.front() == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
+    throw UsageError("unknown option '" + rest.front() + "'");
+  }
+  if (rest.empty()) throw UsageError("missing command: uroce run [OPTIONS] -- CMD [ARGS...]");
+  return rest;
+}
+
+void expect_no_args(const std::vector<std::string>& args, const std::string& name, const std::string& about) {
+  CLI::App app(about, name);
+  setup_app(app, "");
+  parse_app(app, args);
 }
 
 std::string_view usage() { return kUsage; }

@@ -42,7 +42,9 @@ void list_trees() {
 }  // namespace
 
 int cmd_devices(const std::vector<std::string>& args) {
-  expect_no_args(args);
+  expect_no_args(
+      args, "uroce devices",
+      "Shows the device nodes, whether setup was done, this user's sysfs trees and the libraries.");
   const fs::path dir = dev_dir();
   std::printf("device nodes (%s):\n", dir.c_str());
   bool all_ok = true;

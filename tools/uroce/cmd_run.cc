@@ -10,8 +10,10 @@
 #include <cstring>
 
 #include "tools/uroce/cli.h"
+#include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
 #include "tools/uroce/dev_nodes.h"
+#include "tools/uroce/env_check.h"
 #include "tools/uroce/layout.h"
 #include "tools/uroce/session.h"
 #include "tools/uroced/client.h"
@@ -20,38 +22,49 @@ namespace uroce::tools {
 
 namespace {
 
-// Takes `--port VALUE` / `--port=VALUE` out of the options before the command (the other options are
-// parse_device_args'). Sets *ip_given when --ip is among them.
-std::string take_port_option(std::vector<std::string>* args, bool* ip_given) {
-  std::string port;
-  *ip_given = false;
-  for (size_t i = 0; i < args->size();) {
-    const std::string& a = (*args)[i];
-    if (a == "--" || !a.starts_with("-")) break;
-    if (a == "--ip" || a.starts_with("--ip=")) *ip_given = true;
-    if (a == "--port") {
-      if (i + 1 >= args->size()) throw UsageError("option '--port' needs a value");
-      port = (*args)[i + 1];
-      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
-                  args->begin() + static_cast<std::ptrdiff_t>(i) + 2);
-      continue;
-    }
-    if (a.starts_with("--port=")) {
-      port = a.substr(7);
-      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    ++i;
-  }
-  return port;
-}
+constexpr const char* kRunAbout =
+    "Runs an unmodified verbs program CMD on a uroce device: its sysfs tree, the provider and the preload\n"
+    "shim in CMD's environment, then exec. Options stop at '--' (or at CMD, the first other word); CMD's\n"
+    "own arguments are passed untouched.";
+
+constexpr const char* kRunFooter =
+    "The device's packet port: without --port (and UROCE_PORT unset or 'uroced') a lease from the host\n"
+    "switch uroced (its own address and memif port; uroced is started on demand). --port loopback is the\n"
+    "in-process port; a DPDK port spec (memif:..., af_packet:iface=X) is a port of its own.\n"
+    "--cc, --cc-param and --mtu set UROCE_CC, UROCE_CC_PARAMS and UROCE_MTU for CMD ('uroce env --list').";
 
 }  // namespace
 
-int cmd_run(const std::vector<std::string>& raw_args) {
-  std::vector<std::string> args = raw_args;
-  bool ip_given = false;
-  std::string port = take_port_option(&args, &ip_given);
+int cmd_run(const std::vector<std::string>& args) {
+  CLI::App app(kRunAbout, "uroce run");
+  setup_app(app,
+            "[--dev NAME] [--ip ADDR] [--port P] [--cc NAME] [--cc-param K=V]... [--mtu N] -- CMD [ARGS...]",
+            kRunFooter);
+  DeviceWords words;
+  add_device_options(app, &words);
+  std::string port;
+  app.add_option("--port", port, "the device's packet port: uroced (default), loopback or a DPDK port spec")
+      ->type_name("P");
+  RunEnvOptions run_env;
+  add_run_env_options(app, &run_env);
+  app.prefix_command();
+  std::vector<std::string> rest;
+  parse_app(app, args, &rest);
+  ParsedArgs parsed;
+  parsed.command = command_words(rest);
+  parsed.device = check_device(words.dev, words.ip);
+  const bool ip_given = app.count("--ip") > 0;
+  if (std::string e = check_env_var("UROCE_PORT", port); !e.empty()) {
+    const size_t colon = e.find(": ");
+    throw UsageError("bad value '" + port + "' for --port: " + e.substr(colon + 2));
+  }
+  // Flags override the variables they stand for; then everything CMD inherits is checked, before anything
+  // is set up: a bad value fails here, naming the variable, not inside CMD's device open.
+  apply_run_env_options(run_env);
+  if (const std::string bad = check_environment(); !bad.empty()) {
+    std::fprintf(stderr, "uroce run: %s ('uroce env --list' shows every variable)\n", bad.c_str());
+    return 1;
+  }
   // One device per host, as with an RNIC: without --port or UROCE_PORT every process is a port of the host
   // switch, so a server and a client started by two bare `uroce run` reach each other. UROCE_PORT=loopback
   // (one process, in-process only) and memif/af_packet specs stay explicit choices.
@@ -59,7 +72,6 @@ int cmd_run(const std::vector<std::string>& raw_args) {
     const char* env = std::getenv("UROCE_PORT");
     if (!env || !*env || std::string(env) == "uroced") port = "uroced";
   }
-  ParsedArgs parsed = parse_device_args(args, true);
 
   // Without its node libibverbs silently lists no device, which is hard to diagnose from inside CMD.
   const bool shim = find_libs().shim_found;

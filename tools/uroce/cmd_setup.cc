@@ -57,7 +57,10 @@ std::string setup_instruction() {
 }
 
 int cmd_setup(const std::vector<std::string>& args) {
-  expect_no_args(args);
+  expect_no_args(args, "uroce setup",
+                 "Creates the device nodes " + std::string(kDefaultDevDir) + "/" +
+                     std::string(kUverbsPrefix) + "0.." + std::to_string(kNumDevNodes - 1) +
+                     " (as root, once; again after a reboot if /dev is a tmpfs).");
   const fs::path dir = dev_dir();
   if (std::getenv("UROCE_DEV_DIR") != nullptr) {
     std::printf("note: UROCE_DEV_DIR=%s (libibverbs itself always uses %s)\n", dir.c_str(),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tools/uroce/cli.h"
+#include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
 
 namespace {
@@ -30,37 +31,61 @@ constexpr Command kCommands[] = {
 
 constexpr int kExitUsage = 2;
 
-int usage_error(std::string_view prefix, const std::string& message) {
-  std::fprintf(stderr, "%.*s: %s\n\n%.*s", static_cast<int>(prefix.size()), prefix.data(), message.c_str(),
-               static_cast<int>(uroce::tools::usage().size()), uroce::tools::usage().data());
+// One line: what is wrong, naming the option or value, and where the help is.
+int usage_error(const std::string& prefix, const std::string& message) {
+  std::fprintf(stderr, "%s: %s (run '%s --help')\n", prefix.c_str(), message.c_str(), prefix.c_str());
   return kExitUsage;
 }
+
+void print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using uroce::tools::usage;
-  if (argc < 2) return usage_error("uroce", "missing command");
-  const std::string_view name = argv[1];
-  if (name == "help" || name == "-h" || name == "--help") {
-    std::fwrite(usage().data(), 1, usage().size(), stdout);
+  namespace tools = uroce::tools;
+  // The global options; the first other word is the subcommand, which parses the words after it.
+  CLI::App app("", "uroce");
+  bool version = false;
+  app.set_help_flag();
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--version", version);
+  app.prefix_command();
+  std::vector<std::string> rest;
+  try {
+    tools::parse_app(app, std::vector<std::string>(argv + 1, argv + argc), &rest);
+  } catch (const tools::UsageError& e) {
+    return usage_error("uroce", e.what());
+  }
+  if (version) {
+    std::printf("%s\n", tools::version_line("uroce").c_str());
     return 0;
   }
-  const std::vector<std::string> args(argv + 2, argv + argc);
+  // `uroce help CMD` is `uroce CMD --help`.
+  if (!help && rest.size() == 2 && rest[0] == "help") rest = {rest[1], "--help"};
+  if (help || (!rest.empty() && rest[0] == "help")) {
+    print(tools::usage());
+    return 0;
+  }
+  if (rest.empty()) return usage_error("uroce", "missing command");
+  const std::string name = rest[0];
+  if (name == "--") return usage_error("uroce", "missing command");
+  if (name.starts_with("-")) return usage_error("uroce", "unknown option '" + name + "'");
+  const std::vector<std::string> args(rest.begin() + 1, rest.end());
   for (const auto& c : kCommands) {
     if (c.name != name) continue;
-    const std::string prefix = "uroce " + std::string(name);
+    const std::string prefix = "uroce " + name;
     try {
       return c.run(args);
-    } catch (const uroce::tools::UsageError& e) {
+    } catch (const tools::UsageError& e) {
       return usage_error(prefix, e.what());
-    } catch (const uroce::tools::HelpRequested&) {
-      std::fwrite(usage().data(), 1, usage().size(), stdout);
+    } catch (const tools::HelpRequested& h) {
+      print(h.text.empty() ? tools::usage() : std::string_view(h.text));
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", prefix.c_str(), e.what());
       return 1;
     }
   }
-  return usage_error("uroce", "unknown command '" + std::string(name) + "'");
+  return usage_error("uroce", "unknown command '" + name + "'");
 }

@@ -2,11 +2,16 @@
 
 #include <arpa/inet.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "tools/uroce/cli.h"
+#include "tools/uroce/cli_app.h"
 
 namespace uroce::uroced {
 
@@ -213,61 +218,76 @@ bool parse_config_file(const std::string& path, DaemonConfig* dc, std::string* e
 }
 
 bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
-  std::vector<std::pair<std::string, std::string>> knobs;  // applied after the config file
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (a.rfind("--", 0) == 0) {
-      if (const size_t eq = a.find('='); eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a.resize(eq);
-        has_value = true;
-      }
-    }
-    auto need = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= argc) return fail(err, "option " + a + " needs a value");
-      value = argv[++i];
-      return true;
-    };
-    if (a == "-h" || a == "--help") {
-      dc->action = Action::kHelp;
-      return true;
-    } else if (a == "--daemon") {
-      dc->daemon = true;
-    } else if (a == "--foreground") {
-      dc->daemon = false;
-    } else if (a == "--stats") {
-      dc->action = Action::kStats;
-    } else if (a == "--stop") {
-      dc->action = Action::kStop;
-    } else if (a == "--set") {
-      dc->action = Action::kSet;
-      for (++i; i < argc; ++i) dc->set_args.emplace_back(argv[i]);
-      if (dc->set_args.empty()) return fail(err, "--set needs [PORT] key=value...");
-    } else if (a == "--config") {
-      if (!need()) return false;
-      dc->config_path = value;
-    } else if (a.rfind("--", 0) == 0 && a.size() > 2) {
-      std::string key = a.substr(2);
-      for (char& c : key)
-        if (c == '-') c = '_';
-      if (!need()) return false;
-      knobs.emplace_back(key, value);
-    } else {
-      return fail(err, "unexpected argument '" + a + "'");
-    }
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // --set takes every word after it: [PORT] key=value...
+  if (auto set = std::find(args.begin(), args.end(), "--set"); set != args.end()) {
+    dc->action = Action::kSet;
+    dc->set_args.assign(set + 1, args.end());
+    args.erase(set, args.end());
+    if (dc->set_args.empty()) return fail(err, "--set needs [PORT] key=value...");
   }
+  CLI::App app("", "uroced");
+  tools::setup_app(app, "");
+  bool daemon = false, foreground = false, stats = false, stop = false, version = false;
+  app.add_flag("--daemon", daemon);
+  app.add_flag("--foreground", foreground);
+  app.add_flag("--stats", stats);
+  app.add_flag("--stop", stop);
+  app.add_flag("--version", version);
+  app.add_option("--config", dc->config_path);
+  // Every global key is also an option, --key or --key_with_underscores, applied after the config file in
+  // the order given.
+  std::map<std::string, std::string> values;
+  std::map<const CLI::Option*, std::string> key_of;
+  for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "rate", "burst", "buffer",
+                          "pause", "ecn", "loss"}) {
+    std::string dashed = key;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    std::string names = "--" + dashed;
+    if (dashed != key) names += ",--" + std::string(key);
+    CLI::Option* o =
+        app.add_option(names, values[key])->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    key_of[o] = key;
+  }
+  std::vector<std::string> extras;
+  try {
+    tools::parse_app(app, args, &extras);
+  } catch (const tools::HelpRequested&) {
+    dc->action = Action::kHelp;
+    return true;
+  } catch (const tools::UsageError& e) {
+    return fail(err, e.what());
+  }
+  if (!extras.empty()) {
+    const std::string& a = extras.front();
+    if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      std::string key = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+      std::string opt = key;
+      std::replace(key.begin(), key.end(), '-', '_');
+      return fail(err, "--" + opt + ": unknown key '" + key + "' (valid: " + kGlobalKeys + ")");
+    }
+    if (a == "--") return fail(err, "unexpected '--'");
+    if (a.size() > 1 && a[0] == '-') return fail(err, "unknown option '" + a + "'");
+    return fail(err, "unexpected argument '" + a + "'");
+  }
+  if (version) dc->action = Action::kVersion;
+  if (stats) dc->action = Action::kStats;
+  if (stop) dc->action = Action::kStop;
+  if (daemon) dc->daemon = true;
+  if (foreground) dc->daemon = false;
   if (dc->config_path.empty())
     if (const char* env = std::getenv("UROCED_CONFIG"); env && *env) dc->config_path = env;
   if (!dc->config_path.empty() && !parse_config_file(dc->config_path, dc, err)) return false;
-  for (const auto& [k, v] : knobs) {
+  std::vector<std::string> order;
+  for (const CLI::Option* o : app.parse_order())
+    if (auto it = key_of.find(o);
+        it != key_of.end() && std::find(order.begin(), order.end(), it->second) == order.end())
+      order.push_back(it->second);
+  for (const std::string& k : order) {
     std::string why;
-    if (!apply_global_key(k, v, dc, &why)) {
+    if (!apply_global_key(k, values[k], dc, &why)) {
       std::string opt = k;
-      for (char& c : opt)
-        if (c == '_') c = '-';
+      std::replace(opt.begin(), opt.end(), '_', '-');
       return fail(err, "--" + opt + ": " + why);
     }
   }
@@ -275,7 +295,8 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
 }
 
 const char* usage_text() {
-  return R"(usage: uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
+  return R"(usage: uroced --version
+       uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
               [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off]
               [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N]
        uroced --stats | --stop | --set [PORT] key=value...
@@ -301,6 +322,8 @@ It is normally started on demand by `uroce run` and exits after --idle-exit seco
   --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, ecn, loss) of PORT (a lease address,
                        uplink) or of every port and the defaults for new ones
   --stop               ask the running daemon to exit
+  --version            print the version and exit
+Each option takes its value as --opt VALUE or --opt=VALUE.
 )";
 }
 

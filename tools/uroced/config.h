@@ -26,7 +26,7 @@
 
 namespace uroce::uroced {
 
-enum class Action { kRun, kStats, kStop, kSet, kHelp };
+enum class Action { kRun, kStats, kStop, kSet, kHelp, kVersion };
 
 struct DaemonConfig {
   Action action = Action::kRun;

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_eal.h"
+#include "runtime/env_vars.h"
 #include "runtime/host_addr.h"
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
@@ -59,8 +60,9 @@ bool yield_in_spin() {
 
 uint64_t spin_ns() {
   static const uint64_t v = [] {
-    const char* e = std::getenv("UROCED_SPIN_US");
-    return (e && *e ? std::strtoull(e, nullptr, 10) : 50) * 1000;
+    uint64_t us = 50;  // main() refused a bad value before the daemon started
+    runtime::env_uint("UROCED_SPIN_US", &us, nullptr);
+    return us * 1000;
   }();
   return v;
 }

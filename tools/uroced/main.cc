@@ -10,6 +10,8 @@
 #include <string>
 
 #include "runtime/runtime_dir.h"
+#include "tools/uroce/cli_app.h"
+#include "tools/uroce/env_check.h"
 #include "tools/uroced/client.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/daemon.h"
@@ -102,11 +104,24 @@ int main(int argc, char** argv) {
   DaemonConfig dc;
   std::string err;
   if (!parse_args(argc, argv, &dc, &err)) {
-    // The usage text helps with a bad option, not with a bad line in a config file.
-    const bool option =
-        err.rfind("--", 0) == 0 || err.rfind("option", 0) == 0 || err.rfind("unexpected", 0) == 0;
-    std::fprintf(stderr, "uroced: %s\n%s%s", err.c_str(), option ? "\n" : "", option ? usage_text() : "");
+    // One line; the pointer to the help fits a bad option, not a bad line in a config file.
+    const bool option = err.rfind("--", 0) == 0 || err.rfind("option", 0) == 0 ||
+                        err.rfind("unexpected", 0) == 0 || err.rfind("unknown option", 0) == 0;
+    std::fprintf(stderr, "uroced: %s%s\n", err.c_str(), option ? " (run 'uroced --help')" : "");
     return 2;
+  }
+  if (dc.action == Action::kVersion) {
+    std::printf("%s\n", uroce::tools::version_line("uroced").c_str());
+    return 0;
+  }
+  // The variables uroced reads (runtime/env_vars.h): a bad value is refused here, naming it.
+  for (const char* name :
+       {"UROCED_YIELD", "UROCED_SPIN_US", "UROCE_DPDK_MEM_MB", "UROCE_HUGEPAGES", "UROCE_DPDK_LOG"}) {
+    const char* v = std::getenv(name);
+    if (const std::string bad = uroce::tools::check_env_var(name, v ? v : ""); !bad.empty()) {
+      std::fprintf(stderr, "uroced: %s\n", bad.c_str());
+      return 2;
+    }
   }
   if (dc.action == Action::kHelp) {
     std::fputs(usage_text(), stdout);

@@ -1,0 +1,70 @@
+# bash completion for uroce and uroced (installed as share/bash-completion/completions/uroce and .../uroced).
+# Self-contained: compgen only, no helper from the bash-completion package.
+
+_uroce() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local cmds="setup env run devices stats capture exp help"
+  local cmd="" i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in
+      -*) ;;
+      *) cmd=${COMP_WORDS[i]}; break ;;
+    esac
+  done
+  if [[ -z $cmd ]]; then
+    COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
+    return
+  fi
+  # After `run ... --` (or CMD): complete the command, then leave its arguments to files.
+  if [[ $cmd == run ]]; then
+    for ((j = i + 1; j < COMP_CWORD; j++)); do
+      if [[ ${COMP_WORDS[j]} == -- ]]; then
+        if ((j + 1 == COMP_CWORD)); then
+          COMPREPLY=($(compgen -c -- "$cur"))
+        else
+          COMPREPLY=($(compgen -f -- "$cur"))
+        fi
+        return
+      fi
+    done
+  fi
+  case $prev in
+    --dev) COMPREPLY=($(compgen -W "uroce0 uroce1 uroce2 uroce3" -- "$cur")); return ;;
+    --cc) COMPREPLY=($(compgen -W "none dcqcn timely hpcc example_aimd" -- "$cur")); return ;;
+    --mtu) COMPREPLY=($(compgen -W "256 512 1024 2048 4096" -- "$cur")); return ;;
+    --port) COMPREPLY=($(compgen -W "uroced loopback memif: af_packet:iface= tap:iface=" -- "$cur")); return ;;
+    -w | --out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --ip | --pid | --watch | -c | --duration | -s | --snaplen | --seed | --duration-us | --cc-param) return ;;
+  esac
+  local opts
+  case $cmd in
+    setup | devices) opts="--help" ;;
+    help) opts=$cmds ;;
+    env) opts="--dev --ip --list --markdown --help" ;;
+    run) opts="--dev --ip --port --cc --cc-param --mtu --help --" ;;
+    stats) opts="--pid --dev --json --all --watch --help" ;;
+    capture) opts="--pid --dev -w --force -c --duration -s --snaplen --help" ;;
+    exp)
+      opts="--list --out --seed --duration-us --cc --no-plots --realtime --help"
+      # The scenarios, as `uroce exp --list` names them ("NAME (default N us)" lines).
+      [[ $cur != -* ]] && opts="$opts $("${COMP_WORDS[0]}" exp --list 2>/dev/null |
+        awk '/^[a-z0-9_]+ \(default/ {print $1}')"
+      ;;
+  esac
+  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+
+_uroced() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  case $prev in
+    --config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --pause | --ecn) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
+    --idle-exit | --uplink | --subnet | --max-clients | --seed | --rate | --burst | --buffer | --loss) return ;;
+  esac
+  COMPREPLY=($(compgen -W "--daemon --foreground --config --idle-exit --uplink --subnet --max-clients --seed
+                           --rate --burst --buffer --pause --ecn --loss --stats --stop --set --version --help" \
+                 -- "$cur"))
+}
+
+complete -F _uroce uroce
+complete -F _uroced uroced
