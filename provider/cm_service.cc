@@ -105,7 +105,7 @@ bool is_loopback_v4(const sockaddr_in6& a) {
          runtime::is_host_ipv4(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr);
 }
 
-// The host switch: UROCE_PORT is the memif port of a uroced lease (tools/uroced/client.h: the memif sockets
+// The host switch: UROCE_PORT is the memif port of a uroced lease (runtime/uroced_client.h: the memif sockets
 // of the leases live in <runtime dir>/uroced-ports/).
 bool through_uroced() {
   const char* port = std::getenv("UROCE_PORT");

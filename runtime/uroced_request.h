@@ -1,5 +1,5 @@
 // One request to the host's uroced over its control socket (<runtime dir>/uroced.sock), one reply: the
-// line protocol of tools/uroced/client.h. Shared by the tools and the provider (whose connection manager
+// line protocol of runtime/uroced_client.h. Shared by the tools and the provider (whose connection manager
 // asks uroced for the host's CM ports). No daemon is started here.
 #pragma once
 

@@ -11,6 +11,7 @@
 #        pmd_glue/  -> pmd_glue/, transport/, cc/, runtime/
 #        provider/  -> provider/, pmd_glue/, transport/, cc/, runtime/
 #        tools/     -> tools/ and everything below it (not provider/)
+#   3. The tools' own folders do not include each other both ways.
 set -u
 root=${1:-.}
 bad=0
@@ -50,6 +51,19 @@ for d in cc transport fabric sim runtime pmd_glue provider tools; do
       esac ;;
     esac
   done < <(grep -rnE '#\s*include\s*"[a-z_]+/' "$root/$d" --include='*.cc' --include='*.h')
+done
+# 3. No include loop between the tools' folders (tools/uroce, tools/uroced, tools/exp, tools/observe): what
+#    two of them share lives in one of them, or below in runtime/.
+for a in "$root"/tools/*/; do
+  for b in "$root"/tools/*/; do
+    [ "$a" \< "$b" ] || continue
+    an=$(basename "$a") bn=$(basename "$b")
+    if grep -rqE "#\s*include\s*\"tools/$bn/" "$a" && grep -rqE "#\s*include\s*\"tools/$an/" "$b"; then
+      echo "layer rule broken: tools/$an and tools/$bn include each other:"
+      grep -rnE "#\s*include\s*\"tools/($an|$bn)/" "$a" "$b" | grep -vE "^$a[^:]*:.*tools/$an/|^$b[^:]*:.*tools/$bn/"
+      bad=1
+    fi
+  done
 done
 [ $bad = 0 ] && echo "layer rules hold: no vendor header in transport/, cc/, fabric/ or sim/, project includes go downwards only"
 exit $bad

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/uroced_client.h"
 #include "tools/exp/runner.h"
 #include "tools/uroce/cli.h"
 #include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
 #include "tools/uroce/paths.h"
-#include "tools/uroced/client.h"
 
 namespace uroce::tools {
 
@@ -64,7 +64,7 @@ int exec_realtime(const std::vector<std::string>& args) {
     }
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) setenv("UROCE", self.c_str(), 0);
-  setenv("UROCED", uroced::find_uroced().c_str(), 0);
+  setenv("UROCED", runtime::find_uroced().c_str(), 0);
   std::vector<std::string> words = {"bash", script.string()};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;

@@ -1,7 +1,7 @@
 // uroce run: CMD with the uroce environment (sysfs tree, provider, preload shim), via execvp.
 // By default (no --port, UROCE_PORT unset, or either set to "uroced") the device's address and memif port are
 // a lease from the host switch uroced (started if needed), bound to this pid, which CMD keeps
-// (tools/uroced/client.h). --port SPEC / UROCE_PORT=SPEC choose "loopback" or a DPDK port spec instead.
+// (runtime/uroced_client.h). --port SPEC / UROCE_PORT=SPEC choose "loopback" or a DPDK port spec instead.
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/uroced_client.h"
 #include "tools/uroce/cli.h"
 #include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
@@ -16,7 +17,6 @@
 #include "tools/uroce/env_check.h"
 #include "tools/uroce/layout.h"
 #include "tools/uroce/session.h"
-#include "tools/uroced/client.h"
 
 namespace uroce::tools {
 
@@ -86,9 +86,9 @@ int cmd_run(const std::vector<std::string>& args) {
   }
 
   if (port == "uroced") {
-    uroced::Lease lease;
+    runtime::Lease lease;
     std::string err;
-    if (!uroced::lease_for_self(ip_given ? parsed.device.ip.text : "", &lease, &err)) {
+    if (!runtime::lease_for_self(ip_given ? parsed.device.ip.text : "", &lease, &err)) {
       std::fprintf(stderr, "uroce run: %s\n", err.c_str());
       return 1;
     }

@@ -30,8 +30,8 @@
 #include "runtime/host_addr.h"
 #include "runtime/peer_cred.h"
 #include "runtime/runtime_dir.h"
+#include "runtime/uroced_client.h"
 #include "runtime/yield_backoff.h"
-#include "tools/uroced/client.h"
 #include "transport/wire/address.h"
 
 namespace uroce::uroced {
@@ -137,7 +137,7 @@ Daemon::~Daemon() {
   for (auto& c : conns_) close(c.fd);
   if (listen_fd_ >= 0) {
     close(listen_fd_);
-    unlink(control_socket_path(base_).c_str());
+    unlink(runtime::control_socket_path(base_).c_str());
   }
   if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock: a new daemon may start now
 }
@@ -160,10 +160,10 @@ bool Daemon::start(std::string* err, bool* already_running) {
   *already_running = false;
   // The memif sockets of the leases live here: a private directory inside the private runtime directory
   // (memif itself checks no credentials, see pmd_glue/dpdk_spec.h).
-  if (!runtime::private_subdir(ports_dir(base_).string(), err)) return false;
-  lock_fd_ = open(lock_path(base_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (!runtime::private_subdir(runtime::ports_dir(base_).string(), err)) return false;
+  lock_fd_ = open(runtime::lock_path(base_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd_ < 0) {
-    *err = "cannot open " + lock_path(base_).string() + ": " + std::strerror(errno);
+    *err = "cannot open " + runtime::lock_path(base_).string() + ": " + std::strerror(errno);
     return false;
   }
   // One daemon per user: the lock is held for the daemon's life. A holder that does not answer is on its
@@ -171,13 +171,13 @@ bool Daemon::start(std::string* err, bool* already_running) {
   for (int i = 0;; ++i) {
     if (flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) break;
     std::string reply, why;
-    if (request("ping", &reply, &why)) {
+    if (runtime::request("ping", &reply, &why)) {
       *already_running = true;
       *err = "another uroced is running (" + reply + ")";
       return false;
     }
     if (i == 100) {
-      *err = "another uroced holds " + lock_path(base_).string() + " but does not answer";
+      *err = "another uroced holds " + runtime::lock_path(base_).string() + " but does not answer";
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -201,7 +201,7 @@ bool Daemon::start(std::string* err, bool* already_running) {
     sw_.set_default_port(uplink_id_);
   }
 
-  const fs::path sock = control_socket_path(base_);
+  const fs::path sock = runtime::control_socket_path(base_);
   unlink(sock.c_str());  // we hold the lock: whatever is there is stale
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_un sa{};
@@ -431,7 +431,7 @@ std::string Daemon::do_lease(pid_t pid, const std::string& want, std::string* er
     *err = "pidfd_open(" + std::to_string(pid) + "): " + std::strerror(errno);
     return "";
   }
-  l->socket = (ports_dir(base_) / (l->ip_text + ".sock")).string();
+  l->socket = (runtime::ports_dir(base_) / (l->ip_text + ".sock")).string();
   const std::string spec = "memif:socket=" + l->socket + ",role=server,mbufs=" + std::to_string(kPortMbufs);
   l->port = glue::DpdkPort::open(spec, err);
   if (!l->port) {

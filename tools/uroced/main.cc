@@ -10,9 +10,9 @@
 #include <string>
 
 #include "runtime/runtime_dir.h"
+#include "runtime/uroced_client.h"
 #include "tools/uroce/cli_app.h"
 #include "tools/uroce/env_check.h"
-#include "tools/uroced/client.h"
 #include "tools/uroced/config.h"
 #include "tools/uroced/daemon.h"
 
@@ -24,7 +24,7 @@ int client_action(const DaemonConfig& dc) {
   std::string line = dc.action == Action::kStats ? "stats" : dc.action == Action::kStop ? "stop" : "set";
   for (const auto& w : dc.set_args) line += " " + w;
   std::string reply, err;
-  if (!request(line, &reply, &err)) {
+  if (!uroce::runtime::request(line, &reply, &err)) {
     std::fprintf(stderr, "uroced: not running (%s)\n", err.c_str());
     return dc.action == Action::kStop ? 0 : 1;
   }
@@ -68,7 +68,8 @@ int launch_daemon(const DaemonConfig& dc, const std::filesystem::path& base) {
   setpgid(0, 0);
   umask(077);
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const int logfd = open(log_path(base).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int logfd =
+      open(uroce::runtime::log_path(base).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (devnull >= 0) dup2(devnull, 0);
   if (logfd >= 0) {
     dup2(logfd, 1);

@@ -1,4 +1,6 @@
-// Talking to uroced from other processes (`uroce run --port uroced`, `uroced --stats`).
+// Talking to uroced from other processes (`uroce run`, `uroce exp --realtime`, `uroced --stats`): the
+// control and lease protocol, shared by the tools (runtime/, so that tools/uroce and tools/uroced need not
+// include each other).
 //
 // Control protocol: a Unix stream socket at <runtime dir>/uroced.sock (runtime dir =
 // ${XDG_RUNTIME_DIR:-/tmp}/uroce-$UID, mode 0700, so only the user reaches it). One request line per
@@ -23,7 +25,7 @@
 #include <filesystem>
 #include <string>
 
-namespace uroce::uroced {
+namespace uroce::runtime {
 
 std::filesystem::path control_socket_path(const std::filesystem::path& base);
 std::filesystem::path lock_path(const std::filesystem::path& base);
@@ -49,4 +51,4 @@ struct Lease {
 // Asks for a lease for the calling process (starting the daemon if needed). `want_ip` may be empty.
 bool lease_for_self(const std::string& want_ip, Lease* out, std::string* err);
 
-}  // namespace uroce::uroced
+}  // namespace uroce::runtime

@@ -1,4 +1,4 @@
-#include "tools/uroced/client.h"
+#include "runtime/uroced_client.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,7 +16,7 @@
 #include "runtime/runtime_dir.h"
 #include "runtime/uroced_request.h"
 
-namespace uroce::uroced {
+namespace uroce::runtime {
 
 namespace fs = std::filesystem;
 
@@ -94,4 +94,4 @@ bool lease_for_self(const std::string& want_ip, Lease* out, std::string* err) {
   return false;
 }
 
-}  // namespace uroce::uroced
+}  // namespace uroce::runtime
