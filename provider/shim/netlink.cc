@@ -385,20 +385,30 @@ void answer(Replies& r, const nlmsghdr* h) {
   const Dev* d = dev_ok ? &devs[want_dev - 1] : nullptr;
   const bool port_ok = d != nullptr && has_port && want_port >= 1 && want_port <= d->ports;
   const uint16_t type = h->nlmsg_type;
+  // A request about devices: every device for a dump (done), else the one DEV_INDEX names. False when
+  // the reply is complete (a dump, or an error).
+  const auto per_device = [&](void (*put)(Replies&, const Dev&, uint32_t)) {
+    if (dump) {
+      for (int i = 0; i < n; ++i) {
+        r.begin(type, NLM_F_MULTI, seq);
+        put(r, devs[i], static_cast<uint32_t>(i + 1));
+        r.end();
+      }
+      r.done(seq);
+      return false;
+    }
+    if (d == nullptr) {
+      r.error(*h, has_dev ? -ENODEV : -EINVAL);
+      return false;
+    }
+    r.begin(type, 0, seq);
+    put(r, *d, want_dev);
+    r.end();
+    return true;
+  };
   switch (op) {
     case RDMA_NLDEV_CMD_GET:
-      if (dump) {
-        for (int i = 0; i < n; ++i) {
-          r.begin(type, NLM_F_MULTI, seq);
-          put_dev(r, devs[i], static_cast<uint32_t>(i + 1));
-          r.end();
-        }
-        return r.done(seq);
-      }
-      if (d == nullptr) return r.error(*h, has_dev ? -ENODEV : -EINVAL);
-      r.begin(type, 0, seq);
-      put_dev(r, *d, want_dev);
-      r.end();
+      if (!per_device(put_dev)) return;
       break;
     case RDMA_NLDEV_CMD_PORT_GET:
       if (dump) {
@@ -427,18 +437,7 @@ void answer(Replies& r, const nlmsghdr* h) {
       r.end();
       break;
     case RDMA_NLDEV_CMD_RES_GET:
-      if (dump) {
-        for (int i = 0; i < n; ++i) {
-          r.begin(type, NLM_F_MULTI, seq);
-          put_res_summary(r, devs[i], static_cast<uint32_t>(i + 1));
-          r.end();
-        }
-        return r.done(seq);
-      }
-      if (d == nullptr) return r.error(*h, has_dev ? -ENODEV : -EINVAL);
-      r.begin(type, 0, seq);
-      put_res_summary(r, *d, want_dev);
-      r.end();
+      if (!per_device(put_res_summary)) return;
       break;
     case RDMA_NLDEV_CMD_RES_QP_GET:
       if (!dump) return r.error(*h, -EOPNOTSUPP);  // one QP by its number: not emulated

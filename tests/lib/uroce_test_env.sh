@@ -9,6 +9,17 @@ uroce_require_setup() {
   fi
 }
 
+#   uroce_scratch_env PROVIDER - exit 77 (ctest SKIP) when PROVIDER is not built; else a fresh runtime
+#                                directory (XDG_RUNTIME_DIR, removed on exit) and none of the variables that
+#                                would point uroce at another device directory or library directory.
+uroce_scratch_env() {
+  if [ ! -e "$1" ]; then echo "SKIP: provider $1 not built yet"; exit 77; fi
+  XDG_RUNTIME_DIR=$(mktemp -d)
+  export XDG_RUNTIME_DIR
+  trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+  unset UROCE_DEV_DIR UROCE_LIBDIR
+}
+
 #   wait_listen PORT [PID]     - waits (up to 20 s) until something listens on TCP PORT: a verbs server's
 #                                out-of-band socket. 1 if nothing did, or at once if process PID (the
 #                                server) exited. A client may connect at once: the kernel queues the

@@ -3,22 +3,13 @@
 # Outside `uroce run` (the environment from `uroce env`, as a shell would have it), a bad value of each
 # variable the provider, its DPDK layer or the shim reads makes the device open fail with a line naming the
 # variable: ibv_devinfo exits non-zero and says NAME=VALUE. The variables come from `uroce env --list`.
-# Exits 77 (ctest SKIP) without the provider, ibv_devinfo or the device nodes (as root: `uroce setup` first).
+# Exits 77 (ctest SKIP) without the provider or ibv_devinfo; needs no device node (the shim stands in).
 set -u
 uroce=$1 provider=$2
 
-if [ ! -e "$provider" ]; then echo "SKIP: provider $provider not built yet"; exit 77; fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
 if ! command -v ibv_devinfo >/dev/null; then echo "SKIP: ibv_devinfo not installed (ibverbs-utils)"; exit 77; fi
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T %a' "$node" 2>/dev/null)" != "character special file 1:7 666" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  env -u UROCE_DEV_DIR "$uroce" setup || exit 1
-fi
-
-XDG_RUNTIME_DIR=$(mktemp -d)
-export XDG_RUNTIME_DIR
-trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
-unset UROCE_DEV_DIR UROCE_LIBDIR
+uroce_scratch_env "$provider"  # no device node needed: the shim stands in for it
 export UROCE_PORT=loopback  # no DPDK port: the check must not depend on one being opened
 eval "$("$uroce" env 2>/dev/null)" || { echo "FAIL: uroce env failed"; exit 1; }
 

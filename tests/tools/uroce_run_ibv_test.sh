@@ -4,23 +4,13 @@
 # what it reports:
 #   ibv_devices: uroce0 with the node GUID derived from the IP (MAC 02:00:7f:01:00:01 -> EUI-64)
 #   ibv_devinfo: uroce0, port 1 PORT_ACTIVE / LINK_UP, link_layer Ethernet, GID[0] = RoCE v2 GID of the IP
-# Exits 77 (ctest SKIP) when the provider is not built yet, or the device nodes are missing and this is
-# not root; as root it runs `uroce setup` first (idempotent).
+# Exits 77 (ctest SKIP) when the provider is not built yet. Needs no device node (no `uroce setup`).
 set -u
 tool=$1 uroce=$2 provider=$3
 
-if [ ! -e "$provider" ]; then echo "SKIP: provider $provider not built yet"; exit 77; fi
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
 if ! command -v "$tool" >/dev/null; then echo "SKIP: $tool not installed (ibverbs-utils)"; exit 77; fi
-node=/dev/infiniband/uroce_verbs0
-if [ "$(stat -c '%F %t:%T %a' "$node" 2>/dev/null)" != "character special file 1:7 666" ]; then
-  if [ "$(id -u)" != 0 ]; then echo "SKIP: $node missing: run 'sudo uroce setup' once"; exit 77; fi
-  env -u UROCE_DEV_DIR "$uroce" setup || exit 1
-fi
-
-XDG_RUNTIME_DIR=$(mktemp -d)
-export XDG_RUNTIME_DIR
-trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
-unset UROCE_DEV_DIR UROCE_LIBDIR
+uroce_scratch_env "$provider"  # no device node needed: the shim stands in for it
 export UROCE_PORT=loopback  # one process: the in-process port (the host switch has its own tests)
 
 case $tool in
