@@ -5,6 +5,7 @@
 
 #include "tools/uroce/cli.h"
 #include "uroce_build_info.h"
+#include "uroce_git_describe.h"
 
 namespace uroce::tools {
 namespace {
