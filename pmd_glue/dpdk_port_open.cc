@@ -211,6 +211,13 @@ bool DpdkPort::create_device(std::string* err) {
   }
   // memif's control channel runs on the interrupt thread, which must not unmap the rings under a burst.
   if (spec_.kind == PortKind::kMemif) IntrGate::join(&gate_);
+  // DPDK 22.11's af_packet PMD fails every probe with EPERM, whatever the cause; a missing interface is the
+  // common one and is named here.
+  if (spec_.kind == PortKind::kAfPacket && if_nametoindex(spec_.iface.c_str()) == 0)
+    return fail(err,
+                spec_.text + ": no network interface '" + spec_.iface + "' here (" + std::strerror(errno) +
+                    "; 'ip link' lists them)",
+                mark);
   // The vdev bus picks the driver by name prefix: "net_memif_u3" is probed by net_memif.
   dev_name_ = Eal::unique_name((std::string(vdev_driver(spec_.kind)) + "_u").c_str());
   const std::string args =

@@ -151,6 +151,15 @@ TEST(MemifPair, ClientWithoutServerFailsWithAHint) {
   EXPECT_NE(err.find("no memif server"), std::string::npos) << err;
 }
 
+// Not memif, but the same open path: the af_packet PMD itself would report "Operation not permitted".
+TEST(AfPacketPort, AMissingInterfaceIsNamed) {
+  std::string err;
+  auto port = DpdkPort::open("af_packet:iface=nosuch0", &err);
+  EXPECT_EQ(port, nullptr);
+  EXPECT_NE(err.find("no network interface 'nosuch0'"), std::string::npos) << err;
+  EXPECT_EQ(err.find("Operation not permitted"), std::string::npos) << err;
+}
+
 TEST(MemifPair, StaleSocketFileIsReplaced) {
   TempDir dir;
   const std::string path = dir.file("stale.sock");
