@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@ State inspect(const std::string& path, std::string* why) {
     *why = std::strerror(errno);
     return State::kTaken;
   }
+  if (usable_candidate(st)) return State::kUsable;
   if (S_ISLNK(st.st_mode)) {
     *why = "a symbolic link";
     return State::kTaken;
@@ -50,9 +52,15 @@ State inspect(const std::string& path, std::string* why) {
 }  // namespace
 
 bool runtime_dir_in(const std::string& parent, bool create, RuntimeDir* out, std::string* err) {
-  const std::string stem = parent + "/uroce-" + std::to_string(getuid());
   std::vector<std::string> names;
-  for (int i = 0; i <= kFallbacks; ++i) names.push_back(i == 0 ? stem : stem + "." + std::to_string(i));
+  for (int i = 0; i <= kFallbacks; ++i) {
+    char name[PATH_MAX];
+    if (!runtime_candidate(parent.c_str(), i, name, sizeof name)) {
+      *err = "the runtime directory under " + parent + " has a name longer than PATH_MAX";
+      return false;
+    }
+    names.push_back(name);
+  }
 
   std::vector<std::string> why(names.size());
   std::vector<State> state(names.size());
@@ -99,12 +107,11 @@ bool runtime_dir_in(const std::string& parent, bool create, RuntimeDir* out, std
 }
 
 bool runtime_dir(bool create, RuntimeDir* out, std::string* err) {
-  std::string parent = "/tmp";
-  struct stat st {};
-  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-      xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode))
-    parent = xdg;
-  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+  char parent[PATH_MAX];
+  if (!runtime_parent(parent, sizeof parent)) {
+    *err = "no parent for the runtime directory";
+    return false;
+  }
   return runtime_dir_in(parent, create, out, err);
 }
 

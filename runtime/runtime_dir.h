@@ -16,10 +16,9 @@
 #include <filesystem>
 #include <string>
 
-namespace uroce::runtime {
+#include "runtime/runtime_dir_rule.h"
 
-// Candidates tried after uroce-<uid> (uroce-<uid>.1 .. uroce-<uid>.kFallbacks).
-constexpr int kFallbacks = 7;
+namespace uroce::runtime {
 
 struct RuntimeDir {
   std::string path;     // the chosen directory

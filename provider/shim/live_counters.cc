@@ -1,5 +1,5 @@
 // Asks the running uroce processes for their counters and QPs (live_counters.h). No libstdc++: fixed buffers,
-// the runtime directory rule of runtime/runtime_dir.h redone with lstat, and scanners for the flat
+// the runtime directory found with runtime/runtime_dir_rule.h, and scanners for the flat
 // "name":number pairs of the {"cmd":"hw_counters"} and {"cmd":"qps"} replies.
 #define _GNU_SOURCE 1
 #include "provider/shim/live_counters.h"
@@ -21,31 +21,21 @@
 #include <cstring>
 
 #include "provider/shim/sysfs_env.h"
+#include "runtime/runtime_dir_rule.h"
 
 namespace uroce::shim {
 namespace {
 
-constexpr int kFallbacks = 7;  // runtime/runtime_dir.h: uroce-<uid>, uroce-<uid>.1 .. .7
-
 // <runtime dir>/ctl of this user, by rule 1 of runtime/runtime_dir.h (the first candidate that is a real
 // directory of ours with mode 0700). A reader never creates it: with none usable no process can be serving.
 bool ctl_dir(char* buf, size_t size) {
-  char parent[PATH_MAX] = "/tmp";
-  struct stat st {};
-  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/' &&
-                                                   std::strlen(xdg) < sizeof parent && stat(xdg, &st) == 0 &&
-                                                   S_ISDIR(st.st_mode))
-    std::strcpy(parent, xdg);
-  size_t n = std::strlen(parent);
-  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
-  const unsigned uid = getuid();
-  for (int i = 0; i <= kFallbacks; ++i) {
+  char parent[PATH_MAX];
+  if (!runtime::runtime_parent(parent, sizeof parent)) return false;
+  for (int i = 0; i <= runtime::kFallbacks; ++i) {
     char cand[PATH_MAX];
-    const int len = i == 0 ? snprintf(cand, sizeof cand, "%s/uroce-%u", parent, uid)
-                           : snprintf(cand, sizeof cand, "%s/uroce-%u.%d", parent, uid, i);
-    if (len < 0 || static_cast<size_t>(len) >= sizeof cand) return false;
-    if (lstat(cand, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 07777) != 0700)
-      continue;
+    struct stat st {};
+    if (!runtime::runtime_candidate(parent, i, cand, sizeof cand)) return false;
+    if (lstat(cand, &st) != 0 || !runtime::usable_candidate(st)) continue;
     return snprintf(buf, size, "%s/ctl", cand) < static_cast<int>(size);
   }
   return false;

@@ -74,7 +74,8 @@ int cmd_run(const std::vector<std::string>& args) {
   }
 
   // Without its node libibverbs silently lists no device, which is hard to diagnose from inside CMD.
-  const bool shim = find_libs().shim_found;
+  const Libs libs = find_libs();
+  const bool shim = libs.shim_found;
   std::filesystem::path node;
   const NodeCheck c = check_node_as_run(dev_dir() / uverbs_name(parsed.device.index), shim, &node);
   if (c.state != NodeState::kOk) {
@@ -108,7 +109,6 @@ int cmd_run(const std::vector<std::string>& args) {
     return 1;
   }
 
-  const Libs libs = find_libs();
   const Session s = prepare_session(parsed.device, libs);
   std::fputs(library_warnings(libs).c_str(), stderr);
   for (const auto& [name, value] : s.env) {
