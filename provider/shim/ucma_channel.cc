@@ -7,7 +7,9 @@
 // only: write (the commands), close, dup2/dup3 onto them, and fstat (open_cdev requires S_ISCHR). A fixed
 // bitmap says which fds are channels; every other fd costs one relaxed atomic load and goes to libc. A
 // dup() of a channel fd is an ordinary eventfd to the shim; close_range() over a channel fd is not seen
-// (its fd number then still counts as a channel until closed again).
+// (its fd number then still counts as a channel until closed again). A write() that libc refuses with
+// EBADF is looked at once more: a GET_EVENT on a channel fd this process has just closed waits (see
+// wait_on_closed_channel).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -34,6 +36,8 @@ constexpr int kMaxFd = 1 << 16;                      // channel fds above this a
 constexpr int kRdmaCmMajor = 10, kRdmaCmMinor = 58;  // a misc device number; librdmacm does not compare it
 
 constinit std::atomic<uint64_t> g_fd_bits[kMaxFd / 64];
+// Fds whose channel this process closed and that have not been a channel since.
+constinit std::atomic<uint64_t> g_closed_bits[kMaxFd / 64];
 constinit pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 constinit Channel* g_channels = nullptr;
 
@@ -45,13 +49,37 @@ bool is_channel_fd(int fd) {
   return (g_fd_bits[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1) != 0;
 }
 
-void set_fd_bit(int fd, bool on) {
+void set_bit(std::atomic<uint64_t>* bits, int fd, bool on) {
   const uint64_t bit = uint64_t{1} << (fd % 64);
   if (on) {
-    g_fd_bits[fd / 64].fetch_or(bit, std::memory_order_release);
+    bits[fd / 64].fetch_or(bit, std::memory_order_release);
   } else {
-    g_fd_bits[fd / 64].fetch_and(~bit, std::memory_order_release);
+    bits[fd / 64].fetch_and(~bit, std::memory_order_release);
   }
+}
+
+void set_fd_bit(int fd, bool on) { set_bit(g_fd_bits, fd, on); }
+
+bool was_closed_channel(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return false;
+  return (g_closed_bits[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1) != 0;
+}
+
+// A GET_EVENT written to the fd of a channel this process has just closed, the fd not reused since. The
+// kernel's file would keep a thread that entered GET_EVENT before the close waiting until the process
+// exits; one that comes a moment later gets EBADF. Which of the two a thread sees is scheduling luck: an
+// event loop that acks its last event and loops back while another thread tears the channel down (rping's
+// cm thread) would fail on a busy machine and pass on an idle one. Such a late thread waits here as the
+// early one does on the kernel's file.
+[[noreturn]] void wait_on_closed_channel() {
+  for (;;) pause();  // a cancellation point; signal handlers run and the wait resumes
+}
+
+bool is_get_event(const void* buf, size_t len) {
+  rdma_ucm_cmd_hdr hdr;
+  if (buf == nullptr || len < sizeof hdr) return false;
+  std::memcpy(&hdr, buf, sizeof hdr);
+  return hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT;
 }
 
 int real_close(int fd) {
@@ -260,6 +288,7 @@ bool channel_close(int fd, bool close_fd) {
   if (ch == nullptr) return false;
   lock();
   set_fd_bit(fd, false);
+  if (close_fd) set_bit(g_closed_bits, fd, true);
   for (Channel** link = &g_channels; *link != nullptr; link = &(*link)->next) {
     if (*link == ch) {
       *link = ch->next;
@@ -349,6 +378,7 @@ bool open_cdev(const char* path, int flags, int* result) {
   ch->next = g_channels;
   g_channels = ch;
   set_fd_bit(fd, true);
+  set_bit(g_closed_bits, fd, false);
   unlock();
   *result = fd;
   return true;
@@ -370,7 +400,12 @@ UROCE_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
     errno = ENOSYS;
     return -1;
   }
-  return real(fd, buf, len);
+  const ssize_t n = real(fd, buf, len);
+  if (n < 0 && errno == EBADF && u::was_closed_channel(fd) && u::is_get_event(buf, len)) {
+    if (u::trace_on()) u::trace(RDMA_USER_CM_CMD_GET_EVENT, fd, -EBADF);
+    u::wait_on_closed_channel();
+  }
+  return n;
 }
 
 UROCE_EXPORT int close(int fd) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -322,6 +323,78 @@ TEST_F(UcmaShim, DestroyWhileAnotherThreadWaitsForAnEvent) {
   EXPECT_EQ(rdma_destroy_id(id), 0);
   rdma_destroy_event_channel(other);  // returns although the waiter may be blocked in GET_EVENT
   waiter.detach();
+}
+
+// Reads the syscall number the thread `tid` of this process is in (-1: running or unreadable).
+long syscall_of(pid_t tid) {
+  char path[64], buf[32] = {};
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  return got && buf[0] >= '0' && buf[0] <= '9' ? std::strtol(buf, nullptr, 10) : -1;
+}
+
+// A thread that comes back for its next event a moment after another thread destroyed the channel (rping's
+// cm thread) waits as one that was already blocked does, instead of failing with EBADF. Other commands on
+// that fd, and GET_EVENT on a closed fd that never was a channel, still fail with EBADF.
+TEST_F(UcmaShim, GetEventJustAfterTheChannelClosedWaits) {
+  rdma_event_channel* other = rdma_create_event_channel();
+  ASSERT_NE(other, nullptr);
+  const int fd = other->fd;
+  rdma_destroy_event_channel(other);
+  ASSERT_EQ(fcntl(fd, F_GETFD), -1) << "the fd was reused; the test needs it closed";
+
+  char resp[336] = {};
+  struct {
+    CmdHdr hdr;
+    GetEvent cmd;
+  } get{{kCmdGetEvent, sizeof(GetEvent), sizeof resp}, {reinterpret_cast<uintptr_t>(resp)}};
+  auto other_cmd = get;
+  other_cmd.hdr.cmd = 1;  // DESTROY_ID
+  errno = 0;
+  EXPECT_EQ(write(fd, &other_cmd, sizeof other_cmd), -1);
+  EXPECT_EQ(errno, EBADF);
+
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(close(p[0]), 0);
+  ASSERT_EQ(close(p[1]), 0);
+  if (p[0] != fd && p[1] != fd) {
+    errno = 0;
+    EXPECT_EQ(write(p[1], &get, sizeof get), -1);
+    EXPECT_EQ(errno, EBADF);
+  }
+
+  static std::atomic<pid_t> tid{0};
+  static std::atomic<bool> returned{false};
+  std::thread late([fd, get] {
+    tid = gettid();
+    (void)!write(fd, &get, sizeof get);
+    returned = true;
+  });
+  // Wait (bounded) until the thread sits in pause(2), syscall 34 on x86-64.
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting && !returned; ++i) {
+    waiting = tid != 0 && syscall_of(tid) == 34;
+    if (!waiting) usleep(10000);
+  }
+  EXPECT_FALSE(returned) << "GET_EVENT on the just-closed channel returned";
+  EXPECT_TRUE(waiting) << "the late GET_EVENT never waited";
+  late.detach();
+
+  // The fd number becomes a channel again: GET_EVENT on it is an ordinary one.
+  rdma_event_channel* again = rdma_create_event_channel();
+  ASSERT_NE(again, nullptr);
+  if (again->fd == fd) {
+    ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+    rdma_cm_event* ev = nullptr;
+    errno = 0;
+    EXPECT_EQ(rdma_get_cm_event(again, &ev), -1);
+    EXPECT_EQ(errno, EAGAIN);
+  }
+  rdma_destroy_event_channel(again);
 }
 
 TEST_F(UcmaShim, SetOption) {
