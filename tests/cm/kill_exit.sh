@@ -3,9 +3,10 @@
 # A client process that returns from main with its RDMA CM connection open (tests/cm/kill_exit_open.cc),
 # ROUNDS times against one persistent rping server (-P), through uroced and on a direct memif pair. As a
 # kernel does when the rdma_cm file closes, the client's exit handler sends the DREQ
-# (provider/cm_service.cc): the server must print a DISCONNECT EVENT for every round, within 2 s of the
-# client's exit, and its CM must have received (and handled) that DREQ every time: 3 handled MADs per
-# connection, REQ, RTU and DREQ (`uroce stats` "cm" rx_handled), not a DISCONNECTED made up by a fallback
+# (provider/cm_service.cc): the server must print a DISCONNECT EVENT for every round (waited for up to
+# 10 s; the time is printed, not asserted), and its CM must have received (and handled) that DREQ every
+# time: 3 handled MADs per connection, REQ, RTU and DREQ (`uroce stats` "cm" rx_handled), not a
+# DISCONNECTED made up by a fallback
 # (uroced's DREQ for a process that died, cm_dreq_sent; the memif link going down).
 set -u
 uroce=$1 uroced=$2 exit_open=$3 rounds=${4:-6}
@@ -52,7 +53,6 @@ for mode in uroced memif; do
     wait_for 10 disconnects "$r" || fail "$mode round $r: no server DISCONNECT EVENT"
     ms=$(ms_since $t0)
     [ "$ms" -le "$worst" ] || worst=$ms
-    [ "$ms" -lt 2000 ] || fail "$mode round $r: DISCONNECTED $ms ms after the client's exit"
     handled=$(server_cm rx_handled)
     [ "$handled" = $((3 * r)) ] ||
       fail "$mode round $r: the server's CM handled $handled MADs, not $((3 * r)): an exit DREQ was lost"

