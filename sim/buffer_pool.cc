@@ -7,11 +7,11 @@
 namespace uroce::sim {
 
 BufferPool::BufferPool(uint32_t frames, uint16_t frame_cap)
-    : frame_cap_(frame_cap), storage_(size_t{frames} * frame_cap), slots_(frames) {
+    : frame_cap_(frame_cap), storage_(new uint8_t[size_t{frames} * frame_cap]), slots_(frames) {
   free_.reserve(frames);
   for (uint32_t i = 0; i < frames; ++i) {
     Slot& s = slots_[i];
-    s.buf.data = storage_.data() + size_t{i} * frame_cap;
+    s.buf.data = storage_.get() + size_t{i} * frame_cap;
     s.buf.cap = frame_cap;
     s.buf.impl = &s;
     s.buf.telemetry = &s.telemetry;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "transport/packet_io.h"
@@ -62,9 +63,11 @@ class BufferPool {
   static Slot* slot_of(const PktBuf* b) { return static_cast<Slot*>(b->impl); }
 
   uint16_t frame_cap_;
-  std::vector<uint8_t> storage_;  // frames * frame_cap bytes, never resized (PktBuf::data points in)
-  std::vector<Slot> slots_;       // never resized (PktBuf::impl points in)
-  std::vector<Slot*> free_;       // LIFO: the buffer freed last is reused first, as a mempool cache does
+  // frames * frame_cap bytes, never resized (PktBuf::data points in). Not zeroed: a large pool's pages are
+  // only touched when a buffer is first used (the free list is LIFO, so a lightly used pool stays small).
+  std::unique_ptr<uint8_t[]> storage_;
+  std::vector<Slot> slots_;  // never resized (PktBuf::impl points in)
+  std::vector<Slot*> free_;  // LIFO: the buffer freed last is reused first, as a mempool cache does
 };
 
 constexpr uint32_t kNoFlip = UINT32_MAX;

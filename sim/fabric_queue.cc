@@ -105,6 +105,12 @@ void FabricQueue::account_pause(uint8_t p, uint64_t now) {
 
 void FabricQueue::apply_pfc(const fabric::PfcFrame& pfc, uint64_t now) {
   ++stats_.pause_rx;
+  if (pfc_trace_) {
+    bool pause = false;
+    for (int p = 0; p < fabric::kPriorities; ++p)
+      pause = pause || ((pfc.enable >> p & 1) && pfc.quanta[p] != 0);
+    pfc_trace_(now, pause);
+  }
   bool resumed = false;
   for (int p = 0; p < fabric::kPriorities; ++p) {
     if (!(pfc.enable >> p & 1)) continue;

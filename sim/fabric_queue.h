@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "fabric/fabric.h"
 #include "sim/egress_queue.h"
@@ -61,6 +62,9 @@ class FabricQueue final : public EgressQueue, public EventTarget {
   // Applies a received PFC frame: each enabled priority pauses for its quanta (0: resumes now).
   void apply_pfc(const fabric::PfcFrame& p, uint64_t now);
   bool paused(uint8_t prio, uint64_t now) const { return pause_until_[prio] > now; }
+  // Called with every PFC frame apply_pfc() takes: pause is true when it pauses some priority (quanta > 0),
+  // false when it only resumes.
+  void set_pfc_trace(std::function<void(uint64_t now, bool pause)> f) { pfc_trace_ = std::move(f); }
   // Credits returned by the receiver arrive at `at` (>= now).
   void return_credits(uint8_t vl, uint32_t blocks, uint64_t at);
   uint32_t credits(uint8_t vl) const { return credits_[vl]; }
@@ -94,6 +98,7 @@ class FabricQueue final : public EgressQueue, public EventTarget {
   size_t frames_ = 0, bytes_ = 0;
   uint64_t tx_bytes_ = 0;
   QueueStats stats_;
+  std::function<void(uint64_t, bool)> pfc_trace_;
 };
 
 }  // namespace uroce::sim

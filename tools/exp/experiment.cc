@@ -44,7 +44,7 @@ struct Experiment::Host final : sim::SimNode {
   Pd* pd = nullptr;
   Cq* cq = nullptr;
   Mr* mr = nullptr;
-  std::vector<std::pair<uint32_t, uint32_t>> rx_flows;  // (dest QPN, flow index) of flows into this host
+  std::unordered_map<uint32_t, uint32_t> rx_flows;  // dest QPN -> flow index, of flows into this host
 
   void poll() override { dev->progress(); }
   uint64_t next_deadline_ns() const override { return dev->next_deadline(); }
@@ -59,13 +59,14 @@ struct Experiment::Flow {
   uint64_t rx_bytes = 0;
   uint64_t fct_ns = 0;
   bool failed = false;
+  bool done = false;  // finished or failed; no longer driven
 };
 
 // Samples on its own clock: a node whose deadline is the next sample time.
 class Experiment::Sampler final : public sim::SimNode {
  public:
-  Sampler(Experiment& e, uint64_t sample_ns, uint64_t rate_ns)
-      : e_(e), sample_ns_(sample_ns), rate_ns_(rate_ns) {}
+  Sampler(Experiment& e, uint64_t sample_ns, uint64_t rate_ns, uint64_t start_ns)
+      : e_(e), sample_ns_(sample_ns), rate_ns_(rate_ns), next_q_(start_ns), next_r_(start_ns) {}
   void poll() override {
     const uint64_t now = e_.net_.now_ns();
     while (next_q_ <= now) {
@@ -82,7 +83,21 @@ class Experiment::Sampler final : public sim::SimNode {
  private:
   Experiment& e_;
   uint64_t sample_ns_, rate_ns_;
-  uint64_t next_q_ = 0, next_r_ = 0;
+  uint64_t next_q_, next_r_;
+};
+
+// Wakes the run at the next flow's start time, so a flow starts when its spec says and not at the next
+// sample.
+class Experiment::Starter final : public sim::SimNode {
+ public:
+  explicit Starter(const Experiment& e) : e_(e) {}
+  void poll() override {}
+  uint64_t next_deadline_ns() const override {
+    return e_.pending_.empty() ? kNever : e_.flows_[e_.pending_.back()]->spec.start_ns;
+  }
+
+ private:
+  const Experiment& e_;
 };
 
 namespace {
@@ -152,8 +167,7 @@ uint32_t Experiment::add_host(const HostConfig& cfg) {
     const fabric::FrameClass c = fabric::classify(b.data, b.len, 0);
     if (!c.roce_request) return;
     const uint32_t dqpn = wire::bth_dqpn(*reinterpret_cast<const wire::Bth*>(b.data + c.bth_offset));
-    for (const auto& [qpn, fi] : raw->rx_flows)
-      if (qpn == dqpn) flows_[fi]->rx_bytes += b.len;
+    if (auto it = raw->rx_flows.find(dqpn); it != raw->rx_flows.end()) flows_[it->second]->rx_bytes += b.len;
   });
   net_.add_node(*h, {h->port});
   hosts_.push_back(std::move(h));
@@ -165,8 +179,20 @@ uint32_t Experiment::add_flow(const FlowSpec& spec) {
   Host& b = *hosts_.at(spec.dst);
   if (spec.msg_bytes > a.mem.size() || spec.msg_bytes > b.mem.size())
     throw std::invalid_argument("flow message larger than the host's memory");
+  if (spec.transient && spec.bytes == 0) throw std::invalid_argument("a transient flow must be finite");
   auto f = std::make_unique<Flow>();
   f->spec = spec;
+  const auto idx = static_cast<uint32_t>(flows_.size());
+  flows_.push_back(std::move(f));
+  if (!spec.transient) wire(idx);
+  return idx;
+}
+
+void Experiment::wire(uint32_t idx) {
+  Flow& f = *flows_[idx];
+  const FlowSpec& spec = f.spec;
+  Host& a = *hosts_.at(spec.src);
+  Host& b = *hosts_.at(spec.dst);
   auto make_qp = [](Host& h) {
     QpInitAttr init;
     init.type = QpType::kRc;
@@ -176,16 +202,17 @@ uint32_t Experiment::add_flow(const FlowSpec& spec) {
     if (h.dev->create_qp(h.pd, init, &qp)) throw std::runtime_error("create_qp failed");
     return qp;
   };
-  f->sq = make_qp(a);
-  f->rq = make_qp(b);
-  auto bring_up = [&spec](Qp* qp, const Gid& dgid, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
+  f.sq = make_qp(a);
+  f.rq = make_qp(b);
+  const Mtu mtu = a.cfg.mtu;
+  auto bring_up = [&spec, mtu](Qp* qp, const Gid& dgid, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
     QpAttr at;
     at.qp_state = QpState::kInit;
     at.port_num = 1;
     at.qp_access_flags = kAccessAll;
     if (qp->modify(at, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags)) return false;
     at.qp_state = QpState::kRtr;
-    at.path_mtu = Mtu::k4096;
+    at.path_mtu = mtu;
     at.dest_qp_num = dqpn;
     at.rq_psn = rq_psn;
     at.ah.dgid = dgid;
@@ -205,13 +232,18 @@ uint32_t Experiment::add_flow(const FlowSpec& spec) {
     return qp->modify(at, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic) ==
            0;
   };
-  if (!bring_up(f->sq, b.dev->config().gid, f->rq->qpn(), 1000, 5000) ||
-      !bring_up(f->rq, a.dev->config().gid, f->sq->qpn(), 5000, 1000))
+  if (!bring_up(f.sq, b.dev->config().gid, f.rq->qpn(), 1000, 5000) ||
+      !bring_up(f.rq, a.dev->config().gid, f.sq->qpn(), 5000, 1000))
     throw std::runtime_error("connecting a flow's QPs failed");
-  const auto idx = static_cast<uint32_t>(flows_.size());
-  b.rx_flows.emplace_back(f->rq->qpn(), idx);
-  flows_.push_back(std::move(f));
-  return idx;
+  b.rx_flows[f.rq->qpn()] = idx;
+}
+
+void Experiment::unwire(uint32_t idx) {
+  Flow& f = *flows_[idx];
+  hosts_[f.spec.dst]->rx_flows.erase(f.rq->qpn());
+  hosts_[f.spec.src]->dev->destroy_qp(f.sq);
+  hosts_[f.spec.dst]->dev->destroy_qp(f.rq);
+  f.sq = f.rq = nullptr;
 }
 
 void Experiment::watch(const std::string& name, sim::SimSwitch& sw, uint32_t port) {
@@ -237,11 +269,28 @@ bool Experiment::drive() {
       }
     }
   }
-  bool all_done = true;
-  for (size_t i = 0; i < flows_.size(); ++i) {
+  while (!pending_.empty() && flows_[pending_.back()]->spec.start_ns <= now) {
+    const uint32_t idx = pending_.back();
+    pending_.pop_back();
+    if (flows_[idx]->sq == nullptr) wire(idx);
+    active_.push_back(idx);
+  }
+  bool all_done = pending_.empty();
+  size_t keep = 0;  // active_ is compacted in place, in order
+  for (size_t k = 0; k < active_.size(); ++k) {
+    const uint32_t i = active_[k];
     Flow& f = *flows_[i];
-    if (f.spec.bytes == 0 || (f.fct_ns == 0 && !f.failed)) all_done = false;
-    if (f.failed || now < f.spec.start_ns) continue;
+    if (f.fct_ns != 0 || f.failed) {
+      if (f.outstanding == 0) {
+        f.done = true;
+        if (f.spec.transient) unwire(i);
+        continue;
+      }
+      active_[keep++] = i;
+      continue;
+    }
+    active_[keep++] = i;
+    all_done = false;
     bool posted = false;
     while (f.outstanding < f.spec.depth && (f.spec.bytes == 0 || f.posted < f.spec.bytes)) {
       const uint32_t len = static_cast<uint32_t>(
@@ -251,7 +300,7 @@ bool Experiment::drive() {
       Host& b = *hosts_[f.spec.dst];
       Sge sge{reinterpret_cast<uint64_t>(a.mem.data()), len, a.mr->lkey};
       SendWr wr;
-      wr.wr_id = uint64_t{static_cast<uint32_t>(i)} << 32 | len;
+      wr.wr_id = uint64_t{i} << 32 | len;
       wr.sg_list = &sge;
       wr.num_sge = 1;
       wr.opcode = WrOpcode::kRdmaWrite;
@@ -268,6 +317,7 @@ bool Experiment::drive() {
     }
     if (posted) net_.wake(*hosts_[f.spec.src]);
   }
+  active_.resize(keep);
   return all_done && !flows_.empty();
 }
 
@@ -309,7 +359,7 @@ void Experiment::sample_rates(uint64_t now) {
     const Flow& f = *flows_[i];
     r.gbps.push_back(dt > 0 ? static_cast<double>(f.rx_bytes - last_rx_[i]) * 8 / dt : 0);
     last_rx_[i] = f.rx_bytes;
-    const uint64_t cc = f.sq->cc() ? f.sq->cc()->rate_bps : 0;
+    const uint64_t cc = f.sq != nullptr && f.sq->cc() ? f.sq->cc()->rate_bps : 0;
     r.cc_gbps.push_back(static_cast<double>(cc ? cc : hosts_[f.spec.src]->cfg.rate_bps) / 1e9);
   }
   for (const auto& h : hosts_) {
@@ -335,8 +385,19 @@ std::vector<Experiment::FlowResult> Experiment::flow_results() const {
 }
 
 Summary Experiment::run(uint64_t duration_ns, uint64_t sample_ns, uint64_t rate_ns) {
-  sampler_ = std::make_unique<Sampler>(*this, sample_ns, rate_ns);
+  sampler_ = std::make_unique<Sampler>(*this, sample_ns, rate_ns, sample_start_ns_);
   net_.add_node(*sampler_);
+  pending_.clear();
+  active_.clear();
+  for (uint32_t i = 0; i < flows_.size(); ++i) pending_.push_back(i);
+  // The next flow to start at the back: latest start first, equal starts in reverse index order, so flows
+  // become active (and are driven) in index order.
+  std::sort(pending_.begin(), pending_.end(), [this](uint32_t x, uint32_t y) {
+    const uint64_t sx = flows_[x]->spec.start_ns, sy = flows_[y]->spec.start_ns;
+    return sx != sy ? sx > sy : x > y;
+  });
+  starter_ = std::make_unique<Starter>(*this);
+  net_.add_node(*starter_);
   last_rx_.assign(flows_.size(), 0);
   // Per-rate-row cumulative state needed for the window: rx bytes per flow and bottleneck tx bytes.
   std::vector<std::vector<uint64_t>> rx_at;

@@ -22,6 +22,7 @@ struct HostConfig {
   cc::Params cc_params;
   uint64_t rate_bps = 100'000'000'000;
   size_t mem_bytes = 1 << 20;  // the largest WRITE a flow on this host posts
+  Mtu mtu = Mtu::k4096;        // path MTU of the flows this host sends
 };
 
 struct FlowSpec {
@@ -31,6 +32,9 @@ struct FlowSpec {
   uint16_t sport = 0;  // UDP source port; 0: derived from the QP numbers (varies per QP)
   uint32_t msg_bytes = 256 * 1024;
   uint32_t depth = 4;  // WRITEs in flight
+  // The flow's QP pair is made at start_ns and destroyed once the flow is done (finite flows only), as
+  // an RNIC's connection per flow in a trace of many short flows; otherwise both exist for the whole run.
+  bool transient = false;
 };
 
 // A queue whose depth the sampler records; the first watched queue is the bottleneck of the summary.
@@ -73,6 +77,8 @@ class Experiment {
   // A faulty NIC: from `start_ns` on, host `host` sends a PFC XOFF (max quanta) for `prio` every
   // `period_ns`, whether or not it is congested (a PFC storm).
   void add_pfc_storm(uint32_t host, uint8_t prio, uint64_t start_ns, uint64_t period_ns);
+  // Sampling starts at `ns` of virtual time instead of 0 (a trace whose traffic starts late).
+  void set_sample_start(uint64_t ns) { sample_start_ns_ = ns; }
 
   // Runs for `duration_ns` of virtual time (or until every flow is finite and done), sampling queues every
   // `sample_ns` and rates every `rate_ns`. The summary's window is the last 80% of the run.
@@ -108,8 +114,11 @@ class Experiment {
   struct Host;
   struct Flow;
   class Sampler;
+  class Starter;
 
-  bool drive();  // posts WRITEs, collects completions; true when every flow is finite and done
+  bool drive();               // posts WRITEs, collects completions; true when every flow is finite and done
+  void wire(uint32_t idx);    // makes and connects the flow's QP pair
+  void unwire(uint32_t idx);  // destroys it (a transient flow that is done)
   void sample_queues(uint64_t now);
   void sample_rates(uint64_t now);
   double ideal_fct_ns(const Flow& f) const;
@@ -117,8 +126,12 @@ class Experiment {
   sim::SimNetwork net_;
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<std::unique_ptr<Flow>> flows_;
+  std::vector<uint32_t> pending_;  // flows not started yet, latest start first (run() sorts them)
+  std::vector<uint32_t> active_;   // started and not done (long flows stay)
   std::vector<Watch> watches_;
   std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Starter> starter_;
+  uint64_t sample_start_ns_ = 0;
   std::vector<std::unique_ptr<sim::SimNode>> extra_nodes_;
   std::vector<RateRow> rates_;
   std::vector<QueueRow> queues_;
