@@ -45,7 +45,7 @@ _uroce() {
     stats) opts="--pid --dev --json --all --watch --help" ;;
     capture) opts="--pid --dev -w --force -c --duration -s --snaplen --help" ;;
     exp)
-      opts="--list --out --seed --duration-us --cc --no-plots --realtime --help"
+      opts="--list --out --seed --duration-us --cc --no-plots --ns3 --realtime --help gen-flows gen-topo"
       # The scenarios, as `uroce exp --list` names them ("NAME (default N us)" lines).
       [[ $cur != -* ]] && opts="$opts $("${COMP_WORDS[0]}" exp --list 2>/dev/null |
         awk '/^[a-z0-9_]+ \(default/ {print $1}')"
