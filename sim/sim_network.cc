@@ -127,12 +127,16 @@ void SimNetwork::compute_routes() {
 }
 
 void SimNetwork::add_node(SimNode& node, std::initializer_list<SimPort*> ports) {
+  node_index_.emplace(&node, nodes_.size());
   nodes_.push_back(NodeRec{&node, std::vector<SimPort*>(ports), false});
 }
 
 void SimNetwork::wake(SimNode& node) {
-  for (NodeRec& n : nodes_)
-    if (n.node == &node) n.woken = true;
+  auto it = node_index_.find(&node);
+  if (it == node_index_.end()) return;
+  NodeRec& n = nodes_[it->second];
+  n.woken = true;
+  n.asked = false;
 }
 
 void SimNetwork::process_due() {
@@ -140,8 +144,12 @@ void SimNetwork::process_due() {
   while (events_.pop_due(clock_.now_ns(), &ev)) ev.target->on_event(ev);
 }
 
-bool SimNetwork::ready(const NodeRec& n, uint64_t* deadline) const {
-  *deadline = n.node->next_deadline_ns();
+bool SimNetwork::ready(NodeRec& n, uint64_t* deadline) {
+  if (!cached_deadlines_ || !n.asked) {
+    n.deadline = n.node->next_deadline_ns();
+    n.asked = true;
+  }
+  *deadline = n.deadline;
   if (n.woken || *deadline <= clock_.now_ns()) return true;
   return std::any_of(n.ports.begin(), n.ports.end(),
                      [](const SimPort* p) { return p->rx_pending() > 0 || p->tx_unblocked(); });
@@ -157,15 +165,16 @@ uint64_t SimNetwork::round() {
     for (SimPort* p : n.ports) p->clear_tx_blocked();  // a refused tx_burst sets it again
     ++polls_;
     n.node->poll();
+    n.asked = false;
   }
   return next_time();
 }
 
-uint64_t SimNetwork::next_time() const {
+uint64_t SimNetwork::next_time() {
   const uint64_t now = clock_.now_ns();
   uint64_t next = events_.next_time();
   uint64_t deadline;
-  for (const NodeRec& n : nodes_) {
+  for (NodeRec& n : nodes_) {
     if (ready(n, &deadline)) return now;
     next = std::min(next, deadline);
   }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,11 @@ class SimNetwork {
   // Makes `node` ready for the next round (e.g. a test posted work to it from outside).
   void wake(SimNode& node);
   void set_spin_limit(uint32_t rounds) { spin_limit_ = rounds; }
+  // With cached deadlines a node's next_deadline_ns() is asked once after each poll or wake() and kept,
+  // instead of on every round: for drivers that wake() every node they change from outside (a node whose
+  // deadline only ever moves later by itself, such as a sampler, needs nothing). Large topologies spend
+  // most of their time asking otherwise. Off by default: tests post to devices without waking them.
+  void set_cached_deadlines(bool on) { cached_deadlines_ = on; }
 
   // Delivers every event due at the current time. Burst calls on ports do this themselves.
   void process_due();
@@ -112,17 +118,20 @@ class SimNetwork {
     SimNode* node;
     std::vector<SimPort*> ports;
     bool woken;
+    uint64_t deadline = 0;  // cached deadlines: the node's answer since it was last polled or woken
+    bool asked = false;     // deadline holds that answer
   };
 
-  uint64_t round();  // deliver, poll ready nodes; returns the next time something happens (now if ready)
-  uint64_t next_time() const;  // the next time something happens, as things stand
-  bool ready(const NodeRec& n, uint64_t* deadline) const;
+  uint64_t round();      // deliver, poll ready nodes; returns the next time something happens (now if ready)
+  uint64_t next_time();  // the next time something happens, as things stand
+  bool ready(NodeRec& n, uint64_t* deadline);
   Link& add_link(const LinkConfig& cfg, FrameSink& sink, std::unique_ptr<EgressQueue> q);
 
   uint64_t seed_;
   ManualClock clock_;
   SimRng rng_;
   uint32_t spin_limit_ = kDefaultSpinLimit;
+  bool cached_deadlines_ = false;
   uint64_t rounds_ = 0;
   uint64_t polls_ = 0;
   // Destruction runs bottom-up: events, then links (their queues), release references into the pools of
@@ -132,6 +141,7 @@ class SimNetwork {
   std::vector<std::unique_ptr<Link>> links_;
   EventQueue events_;
   std::vector<NodeRec> nodes_;
+  std::unordered_map<const SimNode*, size_t> node_index_;  // wake() by node
   std::vector<HostRec> hosts_;
   std::vector<TrunkRec> trunks_;
 };

@@ -1,6 +1,7 @@
 #include "tools/exp/ns3.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <deque>
@@ -692,7 +693,11 @@ int run(const std::string& config_path, const RunOptions& opt, FILE* out) {
   for (const FlowLine& f : flows)
     first = std::min<uint64_t>(first, static_cast<uint64_t>(std::llround(f.start_s * 1e9)));
   e.set_sample_start(first == UINT64_MAX ? 0 : first);
+  const auto wall0 = std::chrono::steady_clock::now();
   const Summary sum = e.run(stop_ns, 10'000, 1'000'000);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  uint64_t hop_frames = 0;  // frames serialized onto any link: the simulator's unit of work
+  for (const auto& l : e.net().links()) hop_frames += l->counters().sent_frames;
   if (pfc != nullptr) std::fclose(pfc);
 
   // FCT file, in the order flows finished.
@@ -763,6 +768,15 @@ int run(const std::string& config_path, const RunOptions& opt, FILE* out) {
     std::fprintf(out, "%3zu%%-%3zu%%    %-14" PRIu64 " %10.3f %10.3f %10.3f\n", b * 10, (b + 1) * 10,
                  slow[hi - 1].first, percentile(v, 50), percentile(v, 95), percentile(v, 99));
   }
+  uint64_t last_end = first;
+  for (size_t i : order) last_end = std::max(last_end, res[i].spec.start_ns + res[i].fct_ns);
+  const double span_s = first == UINT64_MAX ? 0 : static_cast<double>(last_end - first) / 1e9;
+  std::fprintf(out,
+               "simulator: %.3f ms of traffic (first start to last finish) in %.2f s wall; %" PRIu64
+               " frame hops, %.2f M hops/s, %.2e simulated s per wall s\n",
+               span_s * 1e3, wall_s, hop_frames,
+               wall_s > 0 ? static_cast<double>(hop_frames) / wall_s / 1e6 : 0,
+               wall_s > 0 ? span_s / wall_s : 0);
   std::fprintf(out, "FCT lines (ns-3 format) in %s\n", fct_path.c_str());
   return 0;
 }
