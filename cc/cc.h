@@ -42,6 +42,11 @@ class Algorithm {
   // An ACK (or READ response / ATOMIC ACK) acknowledged `bytes`; rtt_ns is 0 when there is no sample.
   virtual void on_ack(uint64_t /*now_ns*/, uint64_t /*bytes*/, uint64_t /*rtt_ns*/) {}
   virtual void on_nak(uint64_t /*now_ns*/) {}
+  // The local ACK timeout fired and the requester re-sends from the oldest unacknowledged packet.
+  virtual void on_timeout(uint64_t /*now_ns*/) {}
+  // The ACK about to reach on_ack carried an ECN echo (BTH BECN): a request packet it acknowledges arrived
+  // CE-marked at the responder. Called just before that ACK's on_ack; never for a peer that sets no BECN.
+  virtual void on_ecn_echo(uint64_t /*now_ns*/) {}
   // The INT stack an ACK echoed, called just before that ACK's on_ack.
   virtual void on_telemetry(uint64_t /*now_ns*/, const IntStack& /*stack*/) {}
   virtual void on_tx(uint64_t /*now_ns*/, uint32_t /*bytes*/) {}

@@ -12,6 +12,8 @@
   X("dcqcn", make_dcqcn)       \
   X("hpcc", make_hpcc)         \
   X("timely", make_timely)     \
+  X("swift", make_swift)       \
+  X("dctcp", make_dctcp)       \
   X("example_aimd", make_example_aimd)
 
 namespace uroce::cc {

@@ -36,6 +36,7 @@ void Qp::on_response(const ParsedPacket& pkt) {
   if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
   // HPCC: the INT stack the responder echoed reaches the algorithm before the acknowledgement it came with.
   if (dev_->rx_int_) cc_->on_telemetry(dev_->now(), *dev_->rx_int_);
+  if (bth_becn(pkt.bth())) cc_->on_ecn_echo(dev_->now());  // DCTCP: the ACK's requests were CE-marked
   const uint32_t m = pkt.op().mask;
   if (m & kOpRead) {
     comp_read_response(pkt);
@@ -319,6 +320,7 @@ void Qp::on_timer(uint64_t now) {
   dev_->cnt().add(Counter::kTimeouts);
   if (comp_.retry_left == 0) return comp_fatal(WcStatus::kRetryExcErr);
   --comp_.retry_left;
+  cc_->on_timeout(now);
   comp_rewind(comp_.una);
   arm_retry_timer();  // counts from the re-send (re-armed by it), or again if nothing could be re-sent
 }

@@ -140,6 +140,7 @@ struct Responder {
   uint32_t jobs_head = 0, jobs_count = 0;
   uint32_t unacked_pkts = 0;
   uint64_t next_cnp_ns = 0;  // NP: no CNP before this (min_time_between_cnps)
+  bool ce_echo = false;      // a request arrived CE-marked since the last ACK: the next one sets BECN
   cc::IntStack echo_int;     // the INT stack of the latest request, for the next response to carry back
   bool comm_est = false;     // the first request in RTR raised the Communication Established event
 };

@@ -34,7 +34,10 @@ void Qp::on_request(const ParsedPacket& pkt) {
   }
   ++cnt_.rx_packets;
   cnt_.rx_bytes += pkt.frame_len;
-  if (pkt.ecn() == Ecn::kCe) resp_np_ecn(pkt);
+  if (pkt.ecn() == Ecn::kCe) {
+    resp_np_ecn(pkt);
+    resp_.ce_echo = true;  // and the next ACK echoes it (BECN)
+  }
   // HPCC: the switches' INT stack goes back to the requester on the next response (its ACK, READ response or
   // ATOMIC ACK). Only ports that model INT (the simulator) provide one.
   if (dev_->rx_int_ && type() == QpType::kRc) resp_.echo_int = *dev_->rx_int_;
@@ -542,7 +545,9 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
       job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, resp_credit_code());
   if (job.kind == RespJob::kAck || job.kind == RespJob::kNak) {
     h.bth.opcode = op::kRcAck;
+    if (job.kind == RespJob::kAck && resp_.ce_echo) h.bth.resv8a = 0x40;  // BECN: ECN echo (DCTCP)
     if (!emit(h, nullptr, 0, 0, 0, false, echo)) return false;
+    if (job.kind == RespJob::kAck) resp_.ce_echo = false;
     if (job.kind == RespJob::kAck) dev_->cnt().add(Counter::kAcksSent);
     return true;
   }

@@ -30,7 +30,7 @@ _uroce() {
   fi
   case $prev in
     --dev) COMPREPLY=($(compgen -W "uroce0 uroce1 uroce2 uroce3" -- "$cur")); return ;;
-    --cc) COMPREPLY=($(compgen -W "none dcqcn timely hpcc example_aimd" -- "$cur")); return ;;
+    --cc) COMPREPLY=($(compgen -W "none dcqcn timely hpcc swift dctcp example_aimd" -- "$cur")); return ;;
     --mtu) COMPREPLY=($(compgen -W "256 512 1024 2048 4096" -- "$cur")); return ;;
     --port) COMPREPLY=($(compgen -W "uroced loopback memif: af_packet:iface= tap:iface=" -- "$cur")); return ;;
     -w | --out) COMPREPLY=($(compgen -f -- "$cur")); return ;;

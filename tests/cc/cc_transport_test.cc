@@ -38,6 +38,8 @@ struct Recorder final : cc::Algorithm {
     log.push_back("int");
   }
   void on_nak(uint64_t) override { log.push_back("nak"); }
+  void on_ecn_echo(uint64_t) override { log.push_back("ecn"); }
+  void on_timeout(uint64_t) override { log.push_back("timeout"); }
 };
 
 cc::IntStack two_hops() {
@@ -174,6 +176,31 @@ TEST_F(CcRequester, EchoedIntReachesOnTelemetryBeforeOnAck) {
   EXPECT_EQ(rec->ints.size(), 1u);
 }
 
+TEST_F(CcRequester, AnEcnEchoReachesOnEcnEchoBeforeOnAck) {
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 1, 0x1000, 1), 0);
+  ASSERT_EQ(env.run().size(), 1u);
+  PacketHeaders h = env.peer_headers(op::kRcAck, p);
+  h.aeth = {aeth_syndrome(AethKind::kAck, 31), 0};
+  h.bth.resv8a = 0x40;  // BECN
+  env.inject(h);
+  env.run();
+  EXPECT_EQ(rec->log, (std::vector<std::string>{"ecn", "ack"}));
+
+  // An ACK without BECN calls no on_ecn_echo.
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 2, 0x1000, 1), 0);
+  env.run();
+  env.inject_ack(p + 1);
+  env.run();
+  EXPECT_EQ(rec->log, (std::vector<std::string>{"ecn", "ack", "ack"}));
+}
+
+TEST_F(CcRequester, TheLocalAckTimeoutReachesOnTimeout) {
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 1, 0x1000, 1), 0);
+  ASSERT_EQ(env.run().size(), 1u);
+  ASSERT_EQ(env.next().size(), 1u);  // the timeout re-sends it
+  EXPECT_EQ(rec->log, (std::vector<std::string>{"timeout"}));
+}
+
 class CcResponder : public ::testing::Test {
  protected:
   PacketHeaders write(uint32_t psn, bool ackreq) const {
@@ -259,6 +286,31 @@ TEST(CcNotificationPoint, MinTimeBetweenCnpsIsAPerDeviceSettingAppliedPerQp) {
   EXPECT_EQ(q2->counters().cnp_sent, 1u);
   EXPECT_EQ(env.dev->counters()[Counter::kCnpSent], 3u);
   EXPECT_EQ(env.dev->counters()[Counter::kEcnMarked], 4u);
+}
+
+// DCTCP's ECN echo: the ACK that acknowledges a CE-marked request sets BTH BECN, once; the CNP still goes
+// out as before, so a DCQCN sender is served too, and ACKs of unmarked requests carry no BECN.
+TEST(CcNotificationPoint, TheAckOfACeMarkedRequestEchoesItInBecn) {
+  ProtoEnv env;
+  uint32_t psn = env.opt.rq_psn;
+  PacketHeaders h = ce_write(env, env.qp, psn++);
+  h.bth.ackreq = true;
+  env.inject(h, pattern(4, 1));
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(cnps(f), 1u);
+  const Emitted& ack = f[0].opcode() == op::kRcAck ? f[0] : f[1];
+  ASSERT_EQ(ack.opcode(), op::kRcAck);
+  EXPECT_EQ(ack.h.bth.resv8a, 0x40) << "the ACK echoes the mark";
+
+  PacketHeaders plain = env.peer_headers(op::kRcWriteOnly, psn++);
+  plain.reth = {env.addr(0), env.mr->rkey, 4};
+  plain.bth.ackreq = true;
+  env.inject(plain, pattern(4, 2));
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcAck);
+  EXPECT_EQ(f[0].h.bth.resv8a, 0) << "echoed once; an unmarked request's ACK has no BECN";
 }
 
 TEST(CcNotificationPoint, ACeMarkedReadResponseSlowsTheResponder) {

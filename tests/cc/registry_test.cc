@@ -12,7 +12,7 @@ namespace {
 
 TEST(CcRegistry, KnowsEveryAlgorithm) {
   const std::vector<std::string> names = algorithm_names();
-  for (const char* n : {"none", "dcqcn", "hpcc", "timely", "example_aimd"})
+  for (const char* n : {"none", "dcqcn", "hpcc", "timely", "swift", "dctcp", "example_aimd"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   for (const std::string& n : names) EXPECT_NE(make(n, {}, 100'000'000'000ull), nullptr) << n;
 }

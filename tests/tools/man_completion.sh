@@ -57,7 +57,7 @@ expect() {  # expect WANT GOT
 }
 expect "stats" "$(complete_words _uroce "$uroce" st)"
 expect "--cc --cc-param" "$(complete_words _uroce "$uroce" run --c)"
-expect "dcqcn" "$(complete_words _uroce "$uroce" run --cc dc)"
+expect "dcqcn dctcp" "$(complete_words _uroce "$uroce" run --cc dc)"
 expect "uroce2" "$(complete_words _uroce "$uroce" stats --dev uroce2)"
 expect "incast" "$(complete_words _uroce "$uroce" exp inc)"
 expect "--version" "$(complete_words _uroced "$uroced" --vers)"
