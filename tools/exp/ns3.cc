@@ -178,7 +178,7 @@ double mbps_of(const Config& c, const std::string& key) {
 }
 
 // ns-3's CC_MODE and its DCQCN / HPCC / TIMELY / DCTCP keys in uroce's parameter names.
-CcChoice map_cc(const Config& c, const std::string& forced, uint64_t max_rtt_ns, uint64_t line_bps) {
+CcChoice map_cc(const Config& c, const std::string& forced, uint64_t max_rtt_ns, uint32_t mtu_bytes) {
   CcChoice r;
   const int mode = static_cast<int>(c.num("CC_MODE", 1));
   if (!forced.empty()) {
@@ -234,8 +234,15 @@ CcChoice map_cc(const Config& c, const std::string& forced, uint64_t max_rtt_ns,
   } else if (r.name == "timely") {
     if (c.has("RATE_AI")) take("RATE_AI", "delta", mbps_of(c, "RATE_AI"));
     if (c.has("MIN_RATE")) take("MIN_RATE", "min_rate", mbps_of(c, "MIN_RATE"));
+  } else if (r.name == "dctcp") {
+    // ns-3's DCTCP (CC_MODE 8) sizes its window from the largest base RTT too.
+    r.params["base_rtt"] = static_cast<double>(max_rtt_ns) / 1000;
+    if (c.has("EWMA_GAIN")) take("EWMA_GAIN", "g", c.num("EWMA_GAIN", 0));
+    if (c.has("DCTCP_RATE_AI")) take("DCTCP_RATE_AI", "dctcp_rate_ai", mbps_of(c, "DCTCP_RATE_AI"));
+    if (c.has("MIN_RATE")) take("MIN_RATE", "min_rate", mbps_of(c, "MIN_RATE"));
+  } else if (r.name == "swift") {
+    r.params["mss"] = mtu_bytes;  // Swift counts its window in packets of the path MTU
   }
-  (void)line_bps;
   return r;
 }
 
@@ -566,7 +573,7 @@ int run(const std::string& config_path, const RunOptions& opt, FILE* out) {
       if (!topo.is_switch[n] && host_rate[n] == 0) host_rate[n] = l.rate_bps;
     rates.insert(l.rate_bps);
   }
-  const CcChoice cc = map_cc(c, opt.cc, max_rtt, *rates.rbegin());
+  const CcChoice cc = map_cc(c, opt.cc, max_rtt, mtu_bytes);
   used.insert(cc.used.begin(), cc.used.end());
 
   // The switches: ns-3's shared buffer, RED/ECN per the rate maps, PFC on the RoCE priority.

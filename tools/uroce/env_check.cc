@@ -67,9 +67,9 @@ std::string check_environment() {
 }
 
 void add_run_env_options(CLI::App& app, RunEnvOptions* opts) {
-  app.add_option("--cc", opts->cc,
-                 "congestion control of every QP (UROCE_CC): none, dcqcn, timely, hpcc, ...")
-      ->type_name("NAME");
+  std::string names;
+  for (const std::string& n : cc::algorithm_names()) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--cc", opts->cc, "congestion control of every QP (UROCE_CC): " + names)->type_name("NAME");
   app.add_option("--cc-param", opts->cc_params,
                  "a parameter of the algorithm, repeatable (UROCE_CC_PARAMS; replaces the variable)")
       ->type_name("K=V")
