@@ -122,6 +122,27 @@ static_assert(reflect(mu(), 33) == 0x1F7011641);
 static_assert(reflect(xpow_mod(39), 32) == 0x77073096);  // crc_table[0][0x01]
 static_assert(reflect(xpow_mod(32), 32) == 0xEDB88320);  // crc_table[0][0x80], the reflected polynomial
 
+// Inputs shorter than one 16-byte chunk go a byte at a time through the classic table: entry b is the
+// register after byte b alone, starting from 0 (b(x) x^32 mod P, reflected).
+struct ByteTable {
+  uint32_t t[256];
+};
+
+constexpr ByteTable make_byte_table() {
+  ByteTable bt{};
+  for (unsigned b = 0; b < 256; ++b) {
+    // Byte b is sum of x^(7 - i) over its set bits i.
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 8; ++i)
+      if ((b >> i) & 1) r ^= xpow_mod(32 + 7 - i);
+    bt.t[b] = static_cast<uint32_t>(reflect(r, 32));
+  }
+  return bt;
+}
+
+constexpr ByteTable kBytes = make_byte_table();
+static_assert(kBytes.t[0x01] == 0x77073096 && kBytes.t[0xFF] == 0x2D02EF8D);  // zlib's crc_table[0]
+
 UROCE_AVX2_CLMUL inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
@@ -208,12 +229,11 @@ UROCE_AVX2_CLMUL inline uint32_t reduce(__m128i x) {
 
 }  // namespace
 
-bool crc32_avx2_preferred() {
+bool crc32_avx2_runs() {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (ecx & bit_VPCLMULQDQ) == 0) return false;
   // libgcc's avx2 check includes the OS's XCR0 support for YMM state.
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
-         !__builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
 }
 
 namespace {
@@ -245,6 +265,14 @@ UROCE_AVX2_CLMUL inline __m128i fold_all(__m128i carry, const uint8_t* src, size
 
 template <bool kCopy>
 UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, size_t n, uint8_t* dst) {
+  if (n < 16) {
+    uint32_t r = ~crc;
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (kCopy) dst[i] = src[i];
+      r = kBytes.t[(r ^ src[i]) & 0xFF] ^ (r >> 8);
+    }
+    return ~r;
+  }
   return reduce(fold_all<kCopy>(_mm_cvtsi32_si128(static_cast<int>(~crc)), src, n, dst));
 }
 

@@ -6,29 +6,19 @@
 #include <cstring>
 
 #include "transport/wire/crc32_avx2.h"
+#include "transport/wire/crc32_kernels.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::wire {
 
-namespace {
-
-// With VPCLMULQDQ but no AVX-512, ISA-L falls back to its 128-bit kernel; ours folds twice as many bytes
-// per carry-less multiply. Elsewhere ISA-L's crc32_gzip_refl (reflected IEEE CRC-32, zlib's init/xorout
-// convention) picks its own best kernel.
-bool use_avx2(size_t len) {
-  static const bool avx2 = crc32_avx2_preferred();
-  return avx2 && len >= kCrc32Avx2MinLen;
-}
-
-}  // namespace
-
+// crc32_kernels.h makes the choice of kernel once.
 uint32_t crc32_update(uint32_t crc, ConstBytes data) {
-  if (use_avx2(data.size())) return crc32_avx2(crc, data.data(), data.size());
+  if (crc32_avx2_chosen()) return crc32_avx2(crc, data.data(), data.size());
   return crc32_gzip_refl(crc, data.data(), data.size());
 }
 
 uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
-  if (use_avx2(src.size())) return crc32_copy_avx2(crc, dst, src.data(), src.size());
+  if (crc32_avx2_chosen()) return crc32_copy_avx2(crc, dst, src.data(), src.size());
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
   return crc32_update(crc, ConstBytes(dst, src.size()));
 }
@@ -91,11 +81,6 @@ size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
   return len;
 }
 
-bool use_gather() {
-  static const bool avx2 = crc32_avx2_preferred();
-  return avx2;
-}
-
 // The ICRC of the prefix followed by `rest`, in one pass: the IP, UDP and BTH headers are read where they
 // lie, masked in registers.
 uint32_t icrc_gather(const uint8_t* ip, std::span<const ConstBytes> rest) {
@@ -107,14 +92,14 @@ uint32_t icrc_gather(const uint8_t* ip, std::span<const ConstBytes> rest) {
 }  // namespace
 
 uint32_t icrc_begin(const uint8_t* ip) {
-  if (use_gather()) return icrc_gather(ip, {});
+  if (crc32_avx2_chosen()) return icrc_gather(ip, {});
   alignas(16) uint8_t prefix[kV6Prefix];
   // ~0 as zlib's crc argument is a register starting at 0.
   return crc32_update(~0u, ConstBytes(prefix, masked_prefix(ip, prefix)));
 }
 
 uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest) {
-  if (use_gather()) return icrc_gather(ip, rest);
+  if (crc32_avx2_chosen()) return icrc_gather(ip, rest);
   uint32_t crc = icrc_begin(ip);
   for (ConstBytes piece : rest) crc = crc32_update(crc, piece);
   return crc;
