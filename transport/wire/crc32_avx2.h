@@ -25,7 +25,7 @@ uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t 
 // CRC-32 of P || pieces[0] || pieces[1] ..., with the CRC register starting at 0 instead of zlib's
 // all-ones, and zlib's final complement: one pass and one final reduction however many pieces there are.
 // P is head[0, head_len) preceded by zeros up to the next multiple of 16 bytes, then ORed with mask (that
-// many bytes). head_len >= 16; pieces may have any length, including 0. Its caller, the ICRC, sets the
+// many bytes). 16 <= head_len <= 64; pieces may have any length, including 0. Its caller, the ICRC, sets the
 // invariant fields to ones and zlib's initial value through the mask (see icrc.cc). Same CPU requirements
 // as crc32_avx2.
 uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
