@@ -153,7 +153,9 @@ TEST_P(Crc32KernelTest, CopyVariantCopiesExactlyAndMatchesZlib) {
     std::vector<uint8_t> out(doff + n + 64, 0xA5);
     const uint32_t s = n % 3 == 0 ? 0 : seed();
     ASSERT_EQ(k.copy(s, out.data() + doff, buf.data() + soff, n), zlib_crc(s, buf.data() + soff, n)) << n;
-    ASSERT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    if (n != 0) {  // an empty buf's data() may be null, which memcmp must not get
+      ASSERT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    }
     for (size_t i = 0; i < doff; ++i) ASSERT_EQ(out[i], 0xA5) << "before, n " << n;
     for (size_t i = doff + n; i < out.size(); ++i) ASSERT_EQ(out[i], 0xA5) << "after, n " << n;
   };
