@@ -89,6 +89,11 @@ constexpr FoldConst fold_const(unsigned bytes) {
 // The main loop keeps kAcc independent 256-bit accumulators, so each lane folds kAcc * 32 bytes ahead and
 // kAcc carry-less multiply chains overlap. On Zen 3 (one VPCLMULQDQ per ~2 cycles, latency ~4) 2, 4 and 8
 // accumulators measured the same at 1-4 KiB: the loop is bound by multiply throughput, 16 bytes each.
+// That limit is the CPU's: 8 independent VPCLMULQDQ take 16 cycles whether on XMM or YMM registers or
+// mixed (one multiplier, 2 cycles an instruction), so a folding CRC tops out at 8 bytes per cycle there
+// (bench_wire prints it as the ceiling). Handing the integer units a share of the input in the same loop
+// (slicing-by-16 table lookups, combined at the end by one more fold) measured slower: the 16 table loads
+// per 16 bytes saturate the load ports before they add throughput.
 constexpr int kAcc = 4;
 constexpr size_t kStride = kAcc * 32;
 
