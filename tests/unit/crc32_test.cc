@@ -1,52 +1,26 @@
-// crc32_update and every CRC-32 kernel behind it against zlib's crc32, the definition the ICRC uses. Each
-// kernel runs on every machine whose CPU can execute it, whichever one the dispatcher prefers there: the
-// AVX2 + VPCLMULQDQ kernels of crc32_avx2.cc (plain and copying) and ISA-L's variants (table, SSE, AVX,
-// AVX-512). Every input is copied into a buffer that ends exactly where the input ends, so an over-read past
-// the last byte shows under ASan.
-#include <cpuid.h>
+// crc32_update, the ICRC and every CRC-32 kernel behind them against zlib's crc32, the definition the ICRC
+// uses. Each kernel of crc32_kernels.h runs on every machine whose CPU can execute it, whichever one the
+// dispatcher prefers there: ours (crc32_avx2.cc, plain and copying) and ISA-L's variants (its dispatcher,
+// table, SSE, AVX, AVX-512). Every input is copied into a buffer that ends exactly where the input ends, so
+// an over-read past the last byte shows under ASan.
 #include <gtest/gtest.h>
-#include <isa-l/crc.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "transport/wire/crc32_avx2.h"
+#include "transport/wire/crc32_kernels.h"
 #include "transport/wire/icrc.h"
 
-// ISA-L's per-CPU variants behind crc32_gzip_refl. Exported by libisal but not declared in its header; weak,
-// so a libisal without one of them leaves it null (and its test skipped) instead of failing to link.
-extern "C" {
-uint32_t crc32_gzip_refl_by8(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
-uint32_t crc32_gzip_refl_by8_02(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
-uint32_t crc32_gzip_refl_by16_10(uint32_t, const unsigned char*, uint64_t) __attribute__((weak));
-}
-
 namespace uroce::wire {
+
+// Test names and failures show the kernel by name (found by argument-dependent lookup, so not in the
+// anonymous namespace).
+void PrintTo(const Crc32Kernel& k, std::ostream* os) { *os << k.name; }
+
 namespace {
-
-// CPUID.(EAX=7,ECX=0):ECX[10], independent of what crc32_avx2_preferred() makes of it.
-bool cpu_has_vpclmulqdq() {
-  unsigned eax, ebx, ecx, edx;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & bit_VPCLMULQDQ) != 0;
-}
-
-// What crc32_avx2 / crc32_copy_avx2 execute: AVX2 (libgcc's check includes the OS saving YMM state),
-// PCLMULQDQ and VPCLMULQDQ. An AVX-512 CPU has them too; the dispatcher merely prefers ISA-L there.
-bool cpu_runs_avx2_kernel() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && cpu_has_vpclmulqdq();
-}
-
-// ISA-L's dispatch conditions: by8 needs SSE4.1 + PCLMULQDQ, by8_02 AVX + PCLMULQDQ, by16_10 AVX-512
-// (F, VL, BW, DQ, CD, with ZMM state) + VPCLMULQDQ.
-bool cpu_runs_isal_by8() { return __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("pclmul"); }
-bool cpu_runs_isal_by8_02() { return __builtin_cpu_supports("avx") && __builtin_cpu_supports("pclmul"); }
-bool cpu_runs_isal_by16_10() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512cd") && cpu_has_vpclmulqdq();
-}
 
 // zlib answers 0 (its initial value) for a null buffer, whatever crc it was given; an empty std::vector's
 // data() may be null, so empty inputs go in through a valid pointer.
@@ -120,96 +94,115 @@ TEST_F(Crc32Test, ContinuationAtRandomSplits) {
   }
 }
 
-// The kernel on its own, on every CPU that can run it: crc32_update uses it only where the dispatcher
-// prefers it (AVX2 without AVX-512).
-TEST_F(Crc32Test, Avx2KernelDirect) {
-  if (!cpu_runs_avx2_kernel()) GTEST_SKIP() << "this CPU lacks AVX2, PCLMULQDQ or VPCLMULQDQ";
-  for (size_t n = kCrc32Avx2MinLen; n <= 2048; ++n) {
+// Every kernel of crc32_kernels() on its own, on every CPU that can run it, whichever one crc32_update
+// uses there; one this CPU cannot run is skipped, by name.
+class Crc32KernelTest : public Crc32Test, public ::testing::WithParamInterface<Crc32Kernel> {
+ protected:
+  void SetUp() override {
+    if (!GetParam().runs())
+      GTEST_SKIP() << "this CPU cannot run " << GetParam().name << ": needs " << GetParam().needs;
+  }
+};
+
+TEST_P(Crc32KernelTest, MatchesZlibAtRandomLengthsAndAlignments) {
+  const Crc32Kernel& k = GetParam();
+  for (size_t n = 0; n <= 300; ++n) {
     const size_t offset = n % 64;
     const auto buf = input(offset, n);
     const uint32_t s = n % 3 == 0 ? 0 : seed();
-    EXPECT_EQ(crc32_avx2(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n)) << n;
+    ASSERT_EQ(k.update(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n))
+        << k.name << " n " << n;
   }
-  for (int i = 0; i < 100; ++i) {
-    const size_t n = uniform(kCrc32Avx2MinLen, 64 * 1024);
+  for (int i = 0; i < 1500; ++i) {
+    const size_t n = uniform(0, 9000), offset = uniform(0, 63);
+    const auto buf = input(offset, n);
+    const uint32_t s = i % 4 == 0 ? 0 : seed();
+    ASSERT_EQ(k.update(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n))
+        << k.name << " n " << n << " offset " << offset;
+  }
+  const std::vector<uint8_t> zeros(9000, 0), ones(9000, 0xFF);
+  EXPECT_EQ(k.update(0, zeros.data(), zeros.size()), zlib_crc(0, zeros.data(), zeros.size())) << k.name;
+  EXPECT_EQ(k.update(0, ones.data(), ones.size()), zlib_crc(0, ones.data(), ones.size())) << k.name;
+}
+
+// crc(crc(a), b) ... == crc(a || b ...): up to five pieces of random lengths, each in its own exact buffer.
+TEST_P(Crc32KernelTest, ContinuesAcrossRandomSplits) {
+  const Crc32Kernel& k = GetParam();
+  for (int i = 0; i < 400; ++i) {
+    const size_t n = uniform(0, i < 200 ? 600 : 9000);
     const auto buf = input(0, n);
-    const uint32_t s = seed();
-    EXPECT_EQ(crc32_avx2(s, buf.data(), n), zlib_crc(s, buf.data(), n)) << n;
+    uint32_t crc = 0;
+    for (size_t at = 0, piece = 0; at < n; ++piece) {
+      const size_t len = piece == 4 ? n - at : uniform(0, n - at);
+      const std::vector<uint8_t> part(buf.begin() + static_cast<ptrdiff_t>(at),
+                                      buf.begin() + static_cast<ptrdiff_t>(at + len));
+      crc = k.update(crc, part.data(), len);
+      at += len;
+    }
+    ASSERT_EQ(crc, zlib_crc(0, buf.data(), n)) << k.name << " n " << n;
   }
 }
 
-// The fused gather + CRC on its own: the same CRC as zlib, the bytes copied exactly, nothing written around
-// the destination, and continuation across pieces as the transmit path chains it over SGEs.
-TEST_F(Crc32Test, Avx2CopyKernelDirect) {
-  if (!cpu_runs_avx2_kernel()) GTEST_SKIP() << "this CPU lacks AVX2, PCLMULQDQ or VPCLMULQDQ";
+// The fused copy + CRC (where the kernel has one): the same CRC, the bytes copied exactly, nothing written
+// around the destination, and continuation across pieces as the transmit path chains it over SGEs.
+TEST_P(Crc32KernelTest, CopyVariantCopiesExactlyAndMatchesZlib) {
+  const Crc32Kernel& k = GetParam();
+  if (k.copy == nullptr) GTEST_SKIP() << k.name << " has no fused copy variant";
   auto check = [&](size_t n, size_t soff, size_t doff) {
     const auto buf = input(soff, n);
     std::vector<uint8_t> out(doff + n + 64, 0xA5);
     const uint32_t s = n % 3 == 0 ? 0 : seed();
-    EXPECT_EQ(crc32_copy_avx2(s, out.data() + doff, buf.data() + soff, n), zlib_crc(s, buf.data() + soff, n))
-        << n;
-    EXPECT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    ASSERT_EQ(k.copy(s, out.data() + doff, buf.data() + soff, n), zlib_crc(s, buf.data() + soff, n)) << n;
+    if (n != 0) {  // an empty buf's data() may be null, which memcmp must not get
+      ASSERT_EQ(0, std::memcmp(out.data() + doff, buf.data() + soff, n)) << n;
+    }
     for (size_t i = 0; i < doff; ++i) ASSERT_EQ(out[i], 0xA5) << "before, n " << n;
     for (size_t i = doff + n; i < out.size(); ++i) ASSERT_EQ(out[i], 0xA5) << "after, n " << n;
   };
-  for (size_t n = kCrc32Avx2MinLen; n <= 2048; ++n) check(n, n % 64, (n * 7) % 64);
-  for (int i = 0; i < 100; ++i) check(uniform(kCrc32Avx2MinLen, 64 * 1024), uniform(0, 63), uniform(0, 63));
-  // Continuation: three pieces, each at least the kernel's minimum length.
+  for (size_t n = 0; n <= 300; ++n) check(n, n % 64, (n * 7) % 64);
+  for (int i = 0; i < 1000; ++i) check(uniform(0, 9000), uniform(0, 63), uniform(0, 63));
   for (int i = 0; i < 200; ++i) {
-    const size_t a = uniform(kCrc32Avx2MinLen, 3000), b = uniform(kCrc32Avx2MinLen, 3000),
-                 c = uniform(kCrc32Avx2MinLen, 3000);
+    const size_t a = uniform(0, 3000), b = uniform(0, 3000), c = uniform(0, 3000);
     const auto buf = input(0, a + b + c);
     std::vector<uint8_t> out(buf.size());
-    uint32_t crc = crc32_copy_avx2(0, out.data(), buf.data(), a);
-    crc = crc32_copy_avx2(crc, out.data() + a, buf.data() + a, b);
-    crc = crc32_copy_avx2(crc, out.data() + a + b, buf.data() + a + b, c);
-    EXPECT_EQ(crc, zlib_crc(0, buf.data(), buf.size())) << a << "+" << b << "+" << c;
-    EXPECT_EQ(out, buf);
+    uint32_t crc = k.copy(0, out.data(), buf.data(), a);
+    crc = k.copy(crc, out.data() + a, buf.data() + a, b);
+    crc = k.copy(crc, out.data() + a + b, buf.data() + a + b, c);
+    ASSERT_EQ(crc, zlib_crc(0, buf.data(), buf.size())) << a << "+" << b << "+" << c;
+    ASSERT_EQ(out, buf);
   }
 }
 
-// ISA-L's variants, each on every CPU that can run it (crc32_update reaches only the one ISA-L's dispatcher
-// picks, and only where crc32_avx2 is not preferred).
-struct IsalKernel {
-  const char* name;
-  uint32_t (*fn)(uint32_t, const unsigned char*, uint64_t);
-  bool (*runs)();
-};
-
-class IsalCrc32Test : public Crc32Test, public ::testing::WithParamInterface<IsalKernel> {};
-
-TEST_P(IsalCrc32Test, MatchesZlib) {
-  const IsalKernel k = GetParam();
-  if (k.fn == nullptr) GTEST_SKIP() << k.name << " is not exported by this libisal";
-  if (!k.runs()) GTEST_SKIP() << "this CPU cannot run " << k.name;
-  for (size_t n = 0; n <= 1024; ++n) {
-    const size_t offset = n % 64;
-    const auto buf = input(offset, n);
-    const uint32_t s = n % 3 == 0 ? 0 : seed();
-    EXPECT_EQ(k.fn(s, buf.data() + offset, n), zlib_crc(s, buf.data() + offset, n)) << k.name << " n " << n;
-  }
-  for (int i = 0; i < 100; ++i) {
-    const size_t n = uniform(0, 64 * 1024);
-    const auto buf = input(0, n);
-    const uint32_t s = seed();
-    EXPECT_EQ(k.fn(s, buf.data(), n), zlib_crc(s, buf.data(), n)) << k.name << " n " << n;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Kernels, IsalCrc32Test,
-                         ::testing::Values(IsalKernel{"dispatcher", crc32_gzip_refl, [] { return true; }},
-                                           IsalKernel{"base",
-                                                      [](uint32_t c, const unsigned char* p, uint64_t n) {
-                                                        return crc32_gzip_refl_base(
-                                                            c, const_cast<unsigned char*>(p),
-                                                            n);  // not const in its header
-                                                      },
-                                                      [] { return true; }},
-                                           IsalKernel{"by8", crc32_gzip_refl_by8, cpu_runs_isal_by8},
-                                           IsalKernel{"by8_02", crc32_gzip_refl_by8_02, cpu_runs_isal_by8_02},
-                                           IsalKernel{"by16_10", crc32_gzip_refl_by16_10,
-                                                      cpu_runs_isal_by16_10}),
+INSTANTIATE_TEST_SUITE_P(Kernels, Crc32KernelTest,
+                         ::testing::ValuesIn(crc32_kernels().begin(), crc32_kernels().end()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// The dispatcher's choice is a kernel this CPU runs, and ours wherever it runs without AVX-512.
+TEST(Crc32Dispatch, ChoosesARunnableKernelAndOursOnAvx2WithoutAvx512) {
+  const Crc32Kernel& k = crc32_chosen();
+  EXPECT_TRUE(k.runs()) << k.name;
+  EXPECT_EQ(crc32_avx2_chosen(), std::string(k.name) == "vpclmul_ymm");
+  if (crc32_kernels()[0].runs() && !__builtin_cpu_supports("avx512f")) {
+    EXPECT_STREQ(k.name, "vpclmul_ymm");
+  }
+}
+
+// The measured choice (made between ours and ISA-L on AVX-512 CPUs) picks the faster of two kernels whose
+// speeds differ several-fold: ISA-L's table code against any PCLMULQDQ kernel this CPU runs.
+TEST(Crc32Dispatch, MeasuredChoicePicksTheFasterKernel) {
+  const Crc32Kernel* base = nullptr;
+  const Crc32Kernel* fast = nullptr;
+  for (const Crc32Kernel& k : crc32_kernels()) {
+    if (std::string(k.name) == "isal_base") base = &k;
+    if ((std::string(k.name) == "vpclmul_ymm" || std::string(k.name) == "isal_by8") && k.runs() &&
+        fast == nullptr)
+      fast = &k;
+  }
+  ASSERT_NE(base, nullptr);
+  if (fast == nullptr) GTEST_SKIP() << "this CPU runs no PCLMULQDQ kernel to race the table code against";
+  EXPECT_EQ(&crc32_faster(*base, *fast), fast) << fast->name;
+  EXPECT_EQ(&crc32_faster(*fast, *base), fast) << fast->name;
+}
 
 // The copying variant: the same CRC, the bytes copied exactly, nothing written around the destination.
 TEST_F(Crc32Test, CopyUpdateChecksumsAndCopies) {
@@ -235,6 +228,67 @@ TEST_F(Crc32Test, KnownValues) {
   EXPECT_EQ(crc32_update(0, zeros), zlib_crc(0, zeros.data(), zeros.size()));
   EXPECT_EQ(crc32_update(0, ones), zlib_crc(0, ones.data(), ones.size()));
 }
+
+}  // namespace
+}  // namespace uroce::wire
+
+namespace uroce::wire {
+namespace {
+
+// The ICRC against its definition (IBA Annex A17.3.3), written out here byte by byte independently of
+// icrc.cc: zlib's CRC-32 over 8 bytes of ones, the IP header with TOS, TTL and checksum (IPv4) or traffic
+// class, flow label and hop limit (IPv6) set to ones, the UDP header with its checksum set to ones, the
+// BTH with byte 4 set to ones, then everything after the BTH. Headers and payload are random, the payload
+// split into random pieces (empty, shorter than 16 bytes, long), each in a buffer of exactly its size.
+class IcrcTest : public ::testing::TestWithParam<bool> {
+ protected:
+  std::mt19937_64 rng_{7};
+  size_t uniform(size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng_); }
+};
+
+TEST_P(IcrcTest, MatchesTheDefinitionOverRandomPieces) {
+  const bool v6 = GetParam();
+  const size_t ip_len = v6 ? 40 : 20, hdr_len = ip_len + 8 + 12;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::vector<uint8_t> hdr(hdr_len);  // IP, UDP, BTH and nothing after: reads past them show under ASan
+    for (auto& b : hdr) b = static_cast<uint8_t>(rng_());
+    hdr[0] = static_cast<uint8_t>((v6 ? 0x60 : 0x45) | (v6 ? hdr[0] & 0x0F : 0));
+    const size_t n = uniform(0, iter < 200 ? 300 : 9000);
+    std::vector<uint8_t> rest(n);
+    for (auto& b : rest) b = static_cast<uint8_t>(rng_());
+
+    std::vector<uint8_t> def(8, 0xFF);
+    def.insert(def.end(), hdr.begin(), hdr.end());
+    uint8_t* ip = def.data() + 8;
+    if (v6) {
+      ip[0] |= 0x0F;
+      ip[1] = ip[2] = ip[3] = 0xFF;
+      ip[7] = 0xFF;
+    } else {
+      ip[1] = ip[8] = ip[10] = ip[11] = 0xFF;
+    }
+    ip[ip_len + 6] = ip[ip_len + 7] = 0xFF;
+    ip[ip_len + 8 + 4] = 0xFF;
+    def.insert(def.end(), rest.begin(), rest.end());
+    const auto expect = static_cast<uint32_t>(crc32(0, def.data(), static_cast<uInt>(def.size())));
+
+    std::vector<std::vector<uint8_t>> bufs;
+    for (size_t at = 0; at < n || bufs.empty();) {
+      const size_t len = uniform(0, 4) == 0 ? uniform(0, 15) : uniform(0, n - at);
+      bufs.emplace_back(rest.begin() + static_cast<ptrdiff_t>(at),
+                        rest.begin() + static_cast<ptrdiff_t>(std::min(n, at + len)));
+      at = std::min(n, at + len);
+    }
+    std::vector<ConstBytes> pieces(bufs.begin(), bufs.end());
+    EXPECT_EQ(icrc_roce_v2(hdr.data(), pieces), expect) << "n " << n << " pieces " << pieces.size();
+    uint32_t crc = icrc_begin(hdr.data());
+    for (ConstBytes p : pieces) crc = crc32_update(crc, p);
+    EXPECT_EQ(crc, expect) << "n " << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ip, IcrcTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "v6" : "v4"; });
 
 }  // namespace
 }  // namespace uroce::wire

@@ -31,6 +31,8 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include <cstring>
+
 // Only the functions below use AVX2 + VPCLMULQDQ (target attributes, not per-file -m flags, so that no
 // inline function from a header is ever emitted as AVX2 code and picked by the linker for other callers).
 #define UROCE_AVX2_CLMUL __attribute__((target("avx2,pclmul,vpclmulqdq")))
@@ -87,12 +89,18 @@ constexpr FoldConst fold_const(unsigned bytes) {
 // The main loop keeps kAcc independent 256-bit accumulators, so each lane folds kAcc * 32 bytes ahead and
 // kAcc carry-less multiply chains overlap. On Zen 3 (one VPCLMULQDQ per ~2 cycles, latency ~4) 2, 4 and 8
 // accumulators measured the same at 1-4 KiB: the loop is bound by multiply throughput, 16 bytes each.
+// That limit is the CPU's: 8 independent VPCLMULQDQ take 16 cycles whether on XMM or YMM registers or
+// mixed (one multiplier, 2 cycles an instruction), so a folding CRC tops out at 8 bytes per cycle there
+// (bench_wire prints it as the ceiling). Handing the integer units a share of the input in the same loop
+// (slicing-by-16 table lookups, combined at the end by one more fold) measured slower: the 16 table loads
+// per 16 bytes saturate the load ports before they add throughput.
 constexpr int kAcc = 4;
 constexpr size_t kStride = kAcc * 32;
 
 struct Consts {
   FoldConst stride = fold_const(kStride);
   FoldConst merge[kAcc - 1] = {};  // accumulator i onto the last one: (kAcc - 1 - i) * 32 bytes
+  FoldConst d48 = fold_const(48);
   FoldConst d32 = fold_const(32);
   FoldConst d16 = fold_const(16);
   FoldConst d4 = fold_const(4);
@@ -114,6 +122,32 @@ alignas(32) constexpr Consts kC = make_consts();
 // Cross-check against the values published with the Intel paper.
 static_assert(reflect(kPoly, 33) == 0x1DB710641);
 static_assert(reflect(mu(), 33) == 0x1F7011641);
+// And xpow_mod / reflect against zlib's byte table: entry b is the register after the byte b alone, starting
+// from 0, i.e. b(x) x^32 mod P. Byte 0x01 is x^7 (bit 0 comes first, with the highest degree), byte 0x80
+// is 1.
+static_assert(reflect(xpow_mod(39), 32) == 0x77073096);  // crc_table[0][0x01]
+static_assert(reflect(xpow_mod(32), 32) == 0xEDB88320);  // crc_table[0][0x80], the reflected polynomial
+
+// Inputs shorter than one 16-byte chunk go a byte at a time through the classic table: entry b is the
+// register after byte b alone, starting from 0 (b(x) x^32 mod P, reflected).
+struct ByteTable {
+  uint32_t t[256];
+};
+
+constexpr ByteTable make_byte_table() {
+  ByteTable bt{};
+  for (unsigned b = 0; b < 256; ++b) {
+    // Byte b is sum of x^(7 - i) over its set bits i.
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 8; ++i)
+      if ((b >> i) & 1) r ^= xpow_mod(32 + 7 - i);
+    bt.t[b] = static_cast<uint32_t>(reflect(r, 32));
+  }
+  return bt;
+}
+
+constexpr ByteTable kBytes = make_byte_table();
+static_assert(kBytes.t[0x01] == 0x77073096 && kBytes.t[0xFF] == 0x2D02EF8D);  // zlib's crc_table[0]
 
 UROCE_AVX2_CLMUL inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -147,12 +181,13 @@ UROCE_AVX2_CLMUL inline __m128i take128(const uint8_t* p, const uint8_t* src, ui
 }
 
 // 32 or more bytes: folds everything from p down to whole 32-byte blocks into one register, then into one
-// 128-bit chunk. Advances p past the bytes consumed (fewer than 32 remain). With kCopy, every byte folded
-// is also stored at the same offset from dst as it lies from src.
+// 128-bit chunk. `carry` is XORed onto the first 16 bytes (what came before, see fold_all). Advances p past
+// the bytes consumed (fewer than 32 remain). With kCopy, every byte folded is also stored at the same
+// offset from dst as it lies from src.
 template <bool kCopy>
-UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* end, uint32_t init,
+UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* end, __m128i carry,
                                             const uint8_t* src, uint8_t* dst) {
-  const __m256i seed = _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(init));
+  const __m256i seed = _mm256_zextsi128_si256(carry);
   __m256i acc;
   if (end - p >= static_cast<ptrdiff_t>(kStride)) {
     __m256i a[kAcc];
@@ -176,6 +211,16 @@ UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* en
   return _mm_xor_si128(fold128(_mm256_castsi256_si128(acc), kC.d16), _mm256_extracti128_si256(acc, 1));
 }
 
+// The state x followed by r < 16 more bytes, which are bytes 16 - r .. 15 of `last` (its other bytes are
+// ignored). The first r bytes of x, as a zero-padded chunk 16 bytes ahead, fold onto the next 16 bytes:
+// the rest of x followed by the r new ones.
+UROCE_AVX2_CLMUL inline __m128i absorb_tail(__m128i x, __m128i last, size_t r) {
+  const __m128i head_ctl = load128(kC.shuffle + r);       // byte j: x[j + r - 16], or zero
+  const __m128i rest_ctl = load128(kC.shuffle + 16 + r);  // byte j: x[j + r], or zero
+  const __m128i rest = _mm_blendv_epi8(last, _mm_shuffle_epi8(x, rest_ctl), head_ctl);
+  return _mm_xor_si128(fold128(_mm_shuffle_epi8(x, head_ctl), kC.d16), rest);
+}
+
 // X x^32 mod P for the chunk x (steps 1-3 above), returned with zlib's final complement.
 UROCE_AVX2_CLMUL inline uint32_t reduce(__m128i x) {
   const __m128i u = fold128(x, kC.d4);
@@ -190,25 +235,27 @@ UROCE_AVX2_CLMUL inline uint32_t reduce(__m128i x) {
 
 }  // namespace
 
-bool crc32_avx2_preferred() {
+bool crc32_avx2_runs() {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (ecx & bit_VPCLMULQDQ) == 0) return false;
   // libgcc's avx2 check includes the OS's XCR0 support for YMM state.
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
-         !__builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
 }
 
 namespace {
 
+// The state after src[0, n), n >= 16: its last 16-byte chunk with everything before folded in, not yet
+// reduced. `carry` is XORed onto the first 16 bytes: zlib's initial value ~crc in the low dword, or the
+// state of what precedes src folded 16 bytes ahead.
 template <bool kCopy>
-UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, size_t n, uint8_t* dst) {
+UROCE_AVX2_CLMUL inline __m128i fold_all(__m128i carry, const uint8_t* src, size_t n, uint8_t* dst) {
   const uint8_t* p = src;
   const uint8_t* const end = p + n;
   __m128i x;
   if (n >= 32) {
-    x = fold_blocks<kCopy>(p, end, ~crc, src, dst);
+    x = fold_blocks<kCopy>(p, end, carry, src, dst);
   } else {
-    x = _mm_xor_si128(take128<kCopy>(p, src, dst), _mm_cvtsi32_si128(static_cast<int>(~crc)));
+    x = _mm_xor_si128(take128<kCopy>(p, src, dst), carry);
     p += 16;
   }
   if (end - p >= 16) {
@@ -216,15 +263,23 @@ UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, si
     p += 16;
   }
   if (const auto r = end - p; r > 0) {
-    // r < 16 bytes remain after x. The first r bytes of x, as a zero-padded chunk 16 bytes ahead, fold
-    // onto the next 16 bytes: the rest of x followed by the tail, which is the input's last 16 bytes.
     if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n - 16), load128(end - 16));
-    const __m128i head_ctl = load128(kC.shuffle + r);       // byte j: x[j + r - 16], or zero
-    const __m128i rest_ctl = load128(kC.shuffle + 16 + r);  // byte j: x[j + r], or zero
-    const __m128i rest = _mm_blendv_epi8(load128(end - 16), _mm_shuffle_epi8(x, rest_ctl), head_ctl);
-    x = _mm_xor_si128(fold128(_mm_shuffle_epi8(x, head_ctl), kC.d16), rest);
+    x = absorb_tail(x, load128(end - 16), static_cast<size_t>(r));
   }
-  return reduce(x);
+  return x;
+}
+
+template <bool kCopy>
+UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, size_t n, uint8_t* dst) {
+  if (n < 16) {
+    uint32_t r = ~crc;
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (kCopy) dst[i] = src[i];
+      r = kBytes.t[(r ^ src[i]) & 0xFF] ^ (r >> 8);
+    }
+    return ~r;
+  }
+  return reduce(fold_all<kCopy>(_mm_cvtsi32_si128(static_cast<int>(~crc)), src, n, dst));
 }
 
 }  // namespace
@@ -235,6 +290,37 @@ UROCE_AVX2_CLMUL uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n) {
 
 UROCE_AVX2_CLMUL uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n) {
   return crc32_core<true>(crc, src, n, dst);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
+                                            std::span<const std::span<const uint8_t>> pieces) {
+  // The padded head in registers: chunk 0 is head[0, 16) shifted up by `at` bytes with zeros below, chunk
+  // j > 0 is head[16 j - at, 16 j - at + 16). Building it on the stack instead would make each 16-byte
+  // load wait for the narrower stores before it (no store-to-load forwarding). Every chunk but the last
+  // folds straight onto the last one (16, 32 or 48 bytes ahead), so the folds overlap instead of chaining.
+  const size_t len = (head_len + 15) & ~size_t{15};
+  const size_t at = len - head_len;
+  const FoldConst* const ahead[3] = {&kC.d16, &kC.d32, &kC.d48};
+  __m128i x = _mm_or_si128(_mm_shuffle_epi8(load128(head), load128(kC.shuffle + 16 - at)), load128(mask));
+  if (len > 16) {
+    __m128i sum = fold128(x, *ahead[len / 16 - 2]);
+    for (size_t off = 16; off + 16 < len; off += 16)
+      sum = _mm_xor_si128(sum, fold128(_mm_or_si128(load128(head + off - at), load128(mask + off)),
+                                       *ahead[(len - off) / 16 - 2]));
+    x = _mm_xor_si128(sum, _mm_or_si128(load128(head + len - 16 - at), load128(mask + len - 16)));
+  }
+  for (const auto piece : pieces) {
+    const size_t n = piece.size();
+    if (n >= 16) {
+      x = fold_all<false>(fold128(x, kC.d16), piece.data(), n, nullptr);
+    } else if (n > 0) {
+      // Too short to load 16 bytes ending at its end without reading outside the piece.
+      alignas(16) uint8_t last[16] = {};
+      std::memcpy(last + 16 - n, piece.data(), n);
+      x = absorb_tail(x, load128(last), n);
+    }
+  }
+  return reduce(x);
 }
 
 }  // namespace uroce::wire

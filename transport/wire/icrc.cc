@@ -2,76 +2,104 @@
 
 #include <isa-l/crc.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "transport/wire/crc32_avx2.h"
+#include "transport/wire/crc32_kernels.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::wire {
 
-namespace {
-
-// With VPCLMULQDQ but no AVX-512, ISA-L falls back to its 128-bit kernel; ours folds twice as many bytes
-// per carry-less multiply. Elsewhere ISA-L's crc32_gzip_refl (reflected IEEE CRC-32, zlib's init/xorout
-// convention) picks its own best kernel.
-bool use_avx2(size_t len) {
-  static const bool avx2 = crc32_avx2_preferred();
-  return avx2 && len >= kCrc32Avx2MinLen;
-}
-
-}  // namespace
-
+// crc32_kernels.h makes the choice of kernel once.
 uint32_t crc32_update(uint32_t crc, ConstBytes data) {
-  if (use_avx2(data.size())) return crc32_avx2(crc, data.data(), data.size());
+  if (crc32_avx2_chosen()) return crc32_avx2(crc, data.data(), data.size());
   return crc32_gzip_refl(crc, data.data(), data.size());
 }
 
 uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
-  if (use_avx2(src.size())) return crc32_copy_avx2(crc, dst, src.data(), src.size());
+  if (crc32_avx2_chosen()) return crc32_copy_avx2(crc, dst, src.data(), src.size());
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
   return crc32_update(crc, ConstBytes(dst, src.size()));
 }
 
 namespace {
 
-constexpr size_t kLrhStandIn = 8;
-constexpr size_t kMaxMaskedLen = kLrhStandIn + sizeof(Ipv6Hdr) + sizeof(UdpHdr) + sizeof(Bth);
+// The invariant prefix (LRH stand-in, IP, UDP, BTH with the variant fields set to ones) as input to a CRC
+// register that starts at 0. zlib's initial all-ones register equals XORing ones into the first 4 message
+// bytes, which turns the LRH stand-in into 00 00 00 00 FF FF FF FF; leading zero bytes leave a register at
+// 0 unchanged, so they may be dropped or added at will. That makes the prefix a whole number of 16-byte
+// chunks: IPv4 (40 header bytes) keeps the 4 zeros (48 bytes), IPv6 (60 header bytes) drops them (64).
+// Setting a field to ones is ORing ones into it, so each layout has one OR mask over the whole prefix.
+constexpr size_t kV4Prefix = 48;
+constexpr size_t kV6Prefix = 64;
+constexpr size_t kV4Headers = kV4Prefix - 8;
+constexpr size_t kV6Headers = kV6Prefix - 4;
+static_assert(kV4Headers == sizeof(Ipv4Hdr) + sizeof(UdpHdr) + sizeof(Bth));
+static_assert(kV6Headers == sizeof(Ipv6Hdr) + sizeof(UdpHdr) + sizeof(Bth));
 
-// Copies the invariant prefix (LRH stand-in, IP, UDP, BTH) with variant fields masked; returns its length.
-size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
-  std::memset(out, 0xFF, kLrhStandIn);
-  uint8_t* p = out + kLrhStandIn;
-  size_t ip_len;
-  if ((ip[0] >> 4) == 6) {
-    ip_len = sizeof(Ipv6Hdr);
-    std::memcpy(p, ip, ip_len);
-    auto* h = reinterpret_cast<Ipv6Hdr*>(p);
-    h->ver_tc_flow.set(h->ver_tc_flow.get() | 0x0FFFFFFF);  // traffic class and flow label
-    h->hop_limit = 0xFF;
+struct PrefixMask {
+  uint8_t m[kV6Prefix];
+};
+
+// `at` is where the IP header starts in the prefix; the ones before it are the rest of the LRH stand-in.
+constexpr PrefixMask prefix_mask(bool v6) {
+  PrefixMask p{};
+  const size_t at = v6 ? 4 : 8;
+  for (size_t i = at - 4; i < at; ++i) p.m[i] = 0xFF;
+  uint8_t* ip = p.m + at;
+  size_t udp;
+  if (v6) {
+    ip[0] = 0x0F;  // traffic class (low nibble of byte 0, high nibble of byte 1) and flow label
+    ip[1] = ip[2] = ip[3] = 0xFF;
+    ip[offsetof(Ipv6Hdr, hop_limit)] = 0xFF;
+    udp = sizeof(Ipv6Hdr);
   } else {
-    ip_len = sizeof(Ipv4Hdr);
-    std::memcpy(p, ip, ip_len);
-    auto* h = reinterpret_cast<Ipv4Hdr*>(p);
-    h->tos = 0xFF;
-    h->ttl = 0xFF;
-    h->csum.set(0xFFFF);
+    ip[offsetof(Ipv4Hdr, tos)] = 0xFF;
+    ip[offsetof(Ipv4Hdr, ttl)] = 0xFF;
+    ip[offsetof(Ipv4Hdr, csum)] = ip[offsetof(Ipv4Hdr, csum) + 1] = 0xFF;
+    udp = sizeof(Ipv4Hdr);
   }
-  p += ip_len;
-  std::memcpy(p, ip + ip_len, sizeof(UdpHdr) + sizeof(Bth));
-  reinterpret_cast<UdpHdr*>(p)->csum.set(0xFFFF);
-  reinterpret_cast<Bth*>(p + sizeof(UdpHdr))->resv8a = 0xFF;
-  p += sizeof(UdpHdr) + sizeof(Bth);
-  return static_cast<size_t>(p - out);
+  ip[udp + offsetof(UdpHdr, csum)] = ip[udp + offsetof(UdpHdr, csum) + 1] = 0xFF;
+  ip[udp + sizeof(UdpHdr) + offsetof(Bth, resv8a)] = 0xFF;
+  return p;
+}
+
+alignas(16) constexpr PrefixMask kV4Mask = prefix_mask(false);
+alignas(16) constexpr PrefixMask kV6Mask = prefix_mask(true);
+
+// Writes the prefix of the packet whose IP header is at `ip` to out (kV6Prefix bytes of room); returns its
+// length. For the ISA-L path, which needs it in memory.
+size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
+  const bool v6 = (ip[0] >> 4) == 6;
+  const size_t len = v6 ? kV6Prefix : kV4Prefix;
+  const size_t at = v6 ? 4 : 8;
+  std::memset(out, 0, at);
+  std::memcpy(out + at, ip, len - at);
+  const uint8_t* mask = v6 ? kV6Mask.m : kV4Mask.m;
+  for (size_t i = 0; i < len; ++i) out[i] |= mask[i];
+  return len;
+}
+
+// The ICRC of the prefix followed by `rest`, in one pass: the IP, UDP and BTH headers are read where they
+// lie, masked in registers.
+uint32_t icrc_gather(const uint8_t* ip, std::span<const ConstBytes> rest) {
+  const bool v6 = (ip[0] >> 4) == 6;
+  return v6 ? crc32_avx2_gather(ip, kV6Headers, kV6Mask.m, rest)
+            : crc32_avx2_gather(ip, kV4Headers, kV4Mask.m, rest);
 }
 
 }  // namespace
 
 uint32_t icrc_begin(const uint8_t* ip) {
-  uint8_t prefix[kMaxMaskedLen];
-  return crc32_update(0, ConstBytes(prefix, masked_prefix(ip, prefix)));
+  if (crc32_avx2_chosen()) return icrc_gather(ip, {});
+  alignas(16) uint8_t prefix[kV6Prefix];
+  // ~0 as zlib's crc argument is a register starting at 0.
+  return crc32_update(~0u, ConstBytes(prefix, masked_prefix(ip, prefix)));
 }
 
 uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest) {
+  if (crc32_avx2_chosen()) return icrc_gather(ip, rest);
   uint32_t crc = icrc_begin(ip);
   for (ConstBytes piece : rest) crc = crc32_update(crc, piece);
   return crc;
