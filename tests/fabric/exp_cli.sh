@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # exp_cli.sh UROCE
 # `uroce exp` end to end: a scenario with --out writes, per variant, the CSV time series and the gnuplot PNGs
-# (real PNG images of the configured size), plus summary.txt with the table printed on stdout; --no-plots
+# (real PNG images of the configured size), plus summary.txt with the table printed on stdout and a manifest
+# whose rerun line reproduces the CSVs byte for byte, as a second run with the same seed does; --no-plots
 # writes the CSVs only; an unknown scenario or key is a usage error (exit 2) naming it; --list names all ten
 # scenarios. gnuplot (gnuplot-nox, scripts/install-deps.sh) is required: without it there would be no PNG.
 set -u
@@ -44,6 +45,27 @@ diff <(grep -E '^(variant|vendor|kmin-div30) ' "$dir/out.txt") <(grep -E '^(vari
 "$uroce" exp hpcc-incast --out "$dir/n" --duration-us 500 --no-plots >/dev/null 2>&1 || fail "--no-plots run"
 ls "$dir"/n/hpcc-incast/*/flows.csv >/dev/null 2>&1 || fail "--no-plots wrote no CSV"
 ! ls "$dir"/n/hpcc-incast/*/*.png >/dev/null 2>&1 || fail "--no-plots wrote PNGs"
+
+# Reproducible: the same seed and knobs give byte-identical CSVs and summary; the manifest names every knob
+# (defaults included, and the scenario's own algorithm settings) and its rerun line gives the same files.
+run_incast() { "$uroce" exp incast n=6 kmin_kb=40 --seed 9 --duration-us 1500 --no-plots "$@" >/dev/null 2>&1; }
+run_incast --out "$dir/r1" || fail "reproducibility run 1"
+run_incast --out "$dir/r2" || fail "reproducibility run 2"
+m=$dir/r1/incast/manifest.txt
+for want in "^seed 9$" "^duration_us 1500$" "^knob n 6 (given)$" "^knob kmin_kb 40 (given)$" \
+  "^knob kmax_kb 400 (default)$" "^knob cc.rpg_time_reset 20 (default)$" "^revision uroce "; do
+  grep -q "$want" "$m" || fail "manifest has no line matching '$want'"
+done
+rerun=$(sed -n 's/^rerun uroce //p' "$m")
+[ -n "$rerun" ] || fail "manifest has no rerun line"
+# shellcheck disable=SC2086
+"$uroce" $rerun --out "$dir/r3" --no-plots >/dev/null 2>&1 || fail "the manifest's rerun line failed: $rerun"
+for r in r2 r3; do
+  for f in flows cc_rates queues counters fct; do
+    cmp -s "$dir/r1/incast/incast6/$f.csv" "$dir/$r/incast/incast6/$f.csv" || fail "$r: $f.csv differs from run 1"
+  done
+  cmp -s "$dir/r1/incast/summary.txt" "$dir/$r/incast/summary.txt" || fail "$r: summary.txt differs"
+done
 
 "$uroce" exp nosuch >/dev/null 2>"$dir/e1"; rc=$?
 [ $rc = 2 ] && grep -q "unknown scenario 'nosuch'" "$dir/e1" || fail "unknown scenario: exit $rc, $(head -1 "$dir/e1")"

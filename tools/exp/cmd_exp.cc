@@ -260,6 +260,22 @@ int cmd_exp(const std::vector<std::string>& args) {
       exp::print_summary(f, res);
       std::fclose(f);
     }
+    // The manifest: the revision, and a command line with every knob the scenario read, defaults included,
+    // that reruns this experiment exactly.
+    std::string cmd = "uroce exp " + std::string(sc->name) + " --seed " + std::to_string(opt.seed) +
+                      " --duration-us " + std::to_string(opt.duration_ns / 1000);
+    if (!opt.cc.empty()) cmd += " --cc " + opt.cc;
+    for (const auto& [k, e] : opt.knobs.effective()) cmd += " " + k + "=" + e.value;
+    if (FILE* f = std::fopen((out + "/" + sc->name + "/manifest.txt").c_str(), "w")) {
+      std::fprintf(f, "revision %s\nscenario %s\nseed %lu\nduration_us %lu\ncc %s\n",
+                   version_line("uroce").c_str(), sc->name, static_cast<unsigned long>(opt.seed),
+                   static_cast<unsigned long>(opt.duration_ns / 1000),
+                   opt.cc.empty() ? "(the scenario's default)" : opt.cc.c_str());
+      for (const auto& [k, e] : opt.knobs.effective())
+        std::fprintf(f, "knob %s %s (%s)\n", k.c_str(), e.value.c_str(), e.given ? "given" : "default");
+      std::fprintf(f, "rerun %s\n", cmd.c_str());
+      std::fclose(f);
+    }
     std::printf("CSV%s in %s/%s/<variant>/\n", plots ? " and plots" : "", out.c_str(), sc->name);
   }
   return 0;

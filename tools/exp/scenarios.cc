@@ -1,6 +1,7 @@
 #include "tools/exp/scenarios.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 
@@ -70,11 +71,16 @@ Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig
                                  {"rpg_time_reset", 20},
                                  {"rpg_ai_rate", 100},
                                  {"rate_reduce_monitor_period", 10},
-                                 {"clamp_tgt_rate", 1}})
+                                 {"clamp_tgt_rate", 1}}) {
       c.host.cc_params.emplace(key, v);
+      k.note_default(std::string("cc.") + key, v);
+    }
   }
   // HPCC's additive step (bytes per update); without it a flow never grows its window back after a cut.
-  if (c.host.cc == "hpcc") c.host.cc_params.emplace("w_ai", 500);
+  if (c.host.cc == "hpcc") {
+    c.host.cc_params.emplace("w_ai", 500);
+    k.note_default("cc.w_ai", 500);
+  }
   c.host.rate_bps = c.link.rate_bps;
   c.msg_bytes = kb(k, "msg_kb", 256 * 1024);
   if (c.msg_bytes == 0 || c.msg_bytes > (64u << 20)) throw std::invalid_argument("key 'msg_kb': 1..65536");
@@ -286,10 +292,36 @@ void Knobs::set(const std::string& kv) {
   kv_[kv.substr(0, eq)] = kv.substr(eq + 1);
 }
 
+namespace {
+
+// Shortest text that reads back as exactly `v`.
+std::string exact_text(double v) {
+  char buf[40];
+  if (v == static_cast<double>(static_cast<long long>(v)) && v > -1e15 && v < 1e15) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    return buf;
+  }
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+void Knobs::note_default(const std::string& key, double value) {
+  if (kv_.count(key) == 0) effective_[key] = Effective{exact_text(value), false};
+}
+
 double Knobs::num(const std::string& key, double def) {
   used_.insert(key);
   const auto it = kv_.find(key);
-  if (it == kv_.end()) return def;
+  if (it == kv_.end()) {
+    effective_[key] = Effective{exact_text(def), false};
+    return def;
+  }
+  effective_[key] = Effective{it->second, true};
   size_t n = 0;
   double v = 0;
   try {
@@ -305,6 +337,7 @@ double Knobs::num(const std::string& key, double def) {
 std::string Knobs::str(const std::string& key, const std::string& def) {
   used_.insert(key);
   const auto it = kv_.find(key);
+  effective_[key] = Effective{it == kv_.end() ? def : it->second, it != kv_.end()};
   return it == kv_.end() ? def : it->second;
 }
 

@@ -23,10 +23,22 @@ class Knobs {
   cc::Params cc_params();
   void check() const;
   bool has(const std::string& key) const { return kv_.count(key) != 0; }
+  // A value the scenario chose for `key` when the command line did not give one (an algorithm parameter it
+  // tunes, say): recorded for the manifest like a default.
+  void note_default(const std::string& key, double value);
+
+  // Every key the scenario read, with the value it used (given, or the default written so that it parses
+  // back to the same number): what the manifest lists, and KEY=VALUE words that rerun the same experiment.
+  struct Effective {
+    std::string value;
+    bool given;
+  };
+  const std::map<std::string, Effective>& effective() const { return effective_; }
 
  private:
   std::map<std::string, std::string> kv_;
   std::set<std::string> used_;
+  std::map<std::string, Effective> effective_;
 };
 
 struct RunOptions {
