@@ -1,5 +1,6 @@
 #include "tools/exp/runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +44,20 @@ void write_csvs(Experiment& e, const std::string& dir) {
     for (uint64_t b : r.bytes) q << "," << static_cast<double>(b) / 1024;
     q << "\n";
   }
+  // Many flows are read as a band: the slowest, the mean and the fastest flow at each sample.
+  std::ofstream band(dir + "/flows_band.csv");
+  band << "time_us,min_gbps,mean_gbps,max_gbps,total_gbps\n";
+  for (const auto& r : e.rates()) {
+    if (r.gbps.empty()) continue;
+    double lo = r.gbps[0], hi = r.gbps[0], sum = 0;
+    for (double g : r.gbps) {
+      lo = std::min(lo, g);
+      hi = std::max(hi, g);
+      sum += g;
+    }
+    band << static_cast<double>(r.t_ns) / 1000 << "," << lo << "," << sum / static_cast<double>(r.gbps.size())
+         << "," << hi << "," << sum << "\n";
+  }
   fct << "flow,src,dst,bytes,start_us,fct_us,slowdown\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
@@ -55,25 +70,53 @@ void write_csvs(Experiment& e, const std::string& dir) {
 
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-void plot(const std::string& dir, const std::string& title, size_t flows, size_t watches) {
+// Up to kLinesShown flows are drawn one line each (colours and dash patterns both vary, so no two look
+// alike), labelled sender -> receiver; more are drawn as the band of flows_band.csv. Queue plots carry the
+// first watched switch's ECN Kmin / Kmax and PFC XOFF as horizontal lines.
+constexpr size_t kLinesShown = 8;
+
+void plot(const Experiment& e, const std::string& dir, const std::string& title) {
+  const auto results = e.flow_results();
+  const size_t flows = results.size(), watches = e.watches().size();
   std::ofstream gp(dir + "/plot.gp");
   gp << "set terminal pngcairo noenhanced size 900,500 font ',10'\nset datafile separator ','\nset key "
         "outside right\n"
         "set grid\nset xlabel 'time (us)'\n";
-  const size_t shown = std::min<size_t>(flows, 16);
-  gp << "set output '" << dir << "/rates.png'\nset title '" << title << ": per-flow receive rate'\n"
-     << "set ylabel 'Gb/s'\nplot ";
-  for (size_t i = 0; i < shown; ++i)
-    gp << (i ? ", " : "") << "'" << dir << "/flows.csv' using 1:" << i + 2 << " with lines title 'flow" << i
-       << "'";
+  gp << "set output '" << dir << "/rates.png'\nset ylabel 'Gb/s'\n";
+  if (flows <= kLinesShown) {
+    gp << "set title '" << title << ": per-flow receive rate'\nplot ";
+    for (size_t i = 0; i < flows; ++i)
+      gp << (i ? ", " : "") << "'" << dir << "/flows.csv' using 1:" << i + 2 << " with lines lw 1.5 dt "
+         << i % 4 + 1 << " title 'flow" << i << ": h" << results[i].spec.src << " -> h" << results[i].spec.dst
+         << "'";
+  } else {
+    gp << "set title '" << title << ": receive rate of " << flows << " flows (band: slowest to fastest)'\n"
+       << "plot '" << dir
+       << "/flows_band.csv' using 1:2:4 with filledcurves fs transparent solid 0.3 noborder "
+       << "title 'min..max of " << flows << " flows', '' using 1:3 with lines lw 2 title 'mean per flow'";
+  }
   gp << "\n";
   if (watches > 0) {
     gp << "set output '" << dir << "/queue.png'\nset title '" << title
-       << ": queue depth'\nset ylabel 'KiB'\nplot ";
+       << ": queue depth'\nset ylabel 'KiB'\n";
+    const fabric::FabricConfig& f = e.watches()[0].sw->config().fabric;
+    int n = 1;
+    auto hline = [&](const char* name, double kib) {
+      gp << "set arrow " << n << " from graph 0, first " << kib << " to graph 1, first " << kib
+         << " nohead dt 2 lc rgb 'gray40'\nset label " << n << " '" << name << "' at graph 1.01, first "
+         << kib << " tc rgb 'gray40'\n";
+      ++n;
+    };
+    if (f.ecn.enabled) {
+      hline("Kmin", f.ecn.kmin_bytes / 1024.0);
+      hline("Kmax", f.ecn.kmax_bytes / 1024.0);
+    }
+    if (f.flow_control == fabric::FlowControl::kPfc) hline("XOFF (per ingress)", f.pfc_xoff_bytes / 1024.0);
+    gp << "plot ";
     for (size_t i = 0; i < watches && i < 8; ++i)
       gp << (i ? ", " : "") << "'" << dir << "/queues.csv' using 1:" << i + 2
-         << " with lines title columnhead";
-    gp << "\n";
+         << " with lines lw 1.5 title columnhead";
+    gp << "\nunset arrow\nunset label\n";
   }
   gp << "set output '" << dir << "/counters.png'\nset title '" << title
      << ": cumulative events'\nset ylabel 'count'\nset logscale y\n"
@@ -105,8 +148,7 @@ std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, con
       r.dir = out_dir + "/" + sc.name + "/" + v.name;
       fs::create_directories(r.dir);
       write_csvs(e, r.dir);
-      if (gnuplot)
-        plot(r.dir, std::string(sc.name) + " / " + v.name, e.flow_results().size(), e.watches().size());
+      if (gnuplot) plot(e, r.dir, std::string(sc.name) + " / " + v.name);
     }
     out.push_back(std::move(r));
   }
