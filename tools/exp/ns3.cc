@@ -16,6 +16,7 @@
 #include "sim/fabric_queue.h"
 #include "sim/rng.h"
 #include "tools/exp/experiment.h"
+#include "tools/exp/text.h"
 
 namespace uroce::exp::ns3 {
 
@@ -257,12 +258,7 @@ double Config::num(const std::string& k, double def) const {
   auto it = kv.find(k);
   if (it == kv.end()) return def;
   size_t n = 0;
-  double v = 0;
-  try {
-    v = std::stod(it->second, &n);
-  } catch (const std::exception&) {
-    n = 0;
-  }
+  const double v = leading_number(it->second, &n);
   if (n == 0) throw std::invalid_argument(path + ": " + k + " '" + it->second + "' is not a number");
   return v;
 }
@@ -290,12 +286,7 @@ Config read_config(const std::string& path) {
 
 uint64_t parse_rate(const std::string& text) {
   size_t n = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &n);
-  } catch (const std::exception&) {
-    n = 0;
-  }
+  const double v = leading_number(text, &n);
   std::string unit = text.substr(n);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char ch) { return std::tolower(ch); });
   double mult = 0;
@@ -310,12 +301,7 @@ uint64_t parse_rate(const std::string& text) {
 
 uint64_t parse_delay(const std::string& text) {
   size_t n = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &n);
-  } catch (const std::exception&) {
-    n = 0;
-  }
+  const double v = leading_number(text, &n);
   const std::string unit = text.substr(n);
   double mult = 0;
   if (unit == "ns") mult = 1;

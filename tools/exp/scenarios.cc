@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tools/exp/text.h"
+
 namespace uroce::exp {
 
 namespace {
@@ -323,12 +325,7 @@ double Knobs::num(const std::string& key, double def) {
   }
   effective_[key] = Effective{it->second, true};
   size_t n = 0;
-  double v = 0;
-  try {
-    v = std::stod(it->second, &n);
-  } catch (const std::exception&) {
-    n = 0;
-  }
+  const double v = leading_number(it->second, &n);
   if (n == 0 || n != it->second.size())
     throw std::invalid_argument("key '" + key + "': '" + it->second + "' is not a number");
   return v;
