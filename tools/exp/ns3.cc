@@ -595,9 +595,10 @@ int run(const std::string& config_path, const RunOptions& opt, FILE* out) {
       if (topo.is_switch[n]) max_ports = std::max(max_ports, ports[n]);
   }
   const uint64_t frame = mtu_bytes + 128;
-  fab.pfc_xoff_bytes = static_cast<uint32_t>(std::max<uint64_t>(
-      4 * frame,
-      std::min<uint64_t>(fab.buffer_bytes / 8, fab.buffer_bytes / max_ports - fab.pfc_headroom_bytes)));
+  const uint64_t share = fab.buffer_bytes / max_ports;
+  const uint64_t fit = share > fab.pfc_headroom_bytes ? share - fab.pfc_headroom_bytes : 0;
+  fab.pfc_xoff_bytes =
+      static_cast<uint32_t>(std::max<uint64_t>(4 * frame, std::min<uint64_t>(fab.buffer_bytes / 8, fit)));
   fab.pfc_xon_bytes = static_cast<uint32_t>(fab.pfc_xoff_bytes - 2 * frame);
   sim::SwitchConfig sc;
   sc.fabric = fab;
