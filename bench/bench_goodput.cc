@@ -18,13 +18,13 @@ int main(int argc, char** argv) {
   std::printf("RC WRITE goodput vs random loss, %u x 1 MiB, MTU 4096, 100 Gb/s, 1 us delay\n", messages);
   std::printf(
       "go-back-N (the default) beside selective repeat (both ends on); each vs its own lossless run\n");
-  std::printf("%8s | %12s %8s %12s | %12s %8s %12s %10s\n", "loss", "GBN goodput", "vs 0%", "retransmits",
-              "SR goodput", "vs 0%", "retransmits", "lost pkts");
+  std::printf("%8s | %12s %8s %8s %6s | %12s %8s %8s %6s\n", "loss", "GBN goodput", "vs 0%", "re-sent",
+              "lost", "SR goodput", "vs 0%", "re-sent", "lost");
   double base[2] = {0, 0};
   int status = 0;
   for (double loss : losses) {
     double gbps[2] = {0, 0};
-    uint64_t retx[2] = {0, 0}, lost = 0;
+    uint64_t retx[2] = {0, 0}, lost[2] = {0, 0};
     for (int sr = 0; sr < 2; ++sr) {
       WorkloadConfig c;
       c.seed = 42;
@@ -44,11 +44,12 @@ int main(int argc, char** argv) {
       gbps[sr] = static_cast<double>(r.bytes) * 8 / static_cast<double>(r.virtual_ns);
       if (loss == 0) base[sr] = gbps[sr];
       retx[sr] = r.retransmits;
+      lost[sr] = r.link_lost;
     }
-    std::printf("%7.2f%% | %7.2f Gb/s %7.1f%% %12lu | %7.2f Gb/s %7.1f%% %12lu %10lu\n", loss * 100, gbps[0],
-                base[0] ? 100 * gbps[0] / base[0] : 0, static_cast<unsigned long>(retx[0]), gbps[1],
-                base[1] ? 100 * gbps[1] / base[1] : 0, static_cast<unsigned long>(retx[1]),
-                static_cast<unsigned long>(lost));
+    std::printf("%7.2f%% | %7.2f Gb/s %7.1f%% %8lu %6lu | %7.2f Gb/s %7.1f%% %8lu %6lu\n", loss * 100,
+                gbps[0], base[0] ? 100 * gbps[0] / base[0] : 0, static_cast<unsigned long>(retx[0]),
+                static_cast<unsigned long>(lost[0]), gbps[1], base[1] ? 100 * gbps[1] / base[1] : 0,
+                static_cast<unsigned long>(retx[1]), static_cast<unsigned long>(lost[1]));
   }
   return status;
 }

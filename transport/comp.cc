@@ -39,8 +39,9 @@ uint64_t Qp::sr_probe_interval() const {
   return base << r.probe_backoff;
 }
 
-// Selective repeat's probe (SrRequester::probe_deadline): the oldest unacknowledged PSN is re-sent first, as
-// a round's lost re-send; the round starts with it when none runs.
+// Selective repeat's probe (SrRequester::probe_deadline): the round scans again from the oldest
+// unacknowledged PSN, so that it and whatever else the latest bitmap lacks (re-sends that were lost too, at
+// heavy loss) go again, oldest first; without a bitmap (no round yet) the oldest PSN alone.
 void Qp::sr_probe(uint64_t now) {
   SrRequester& r = comp_.sr;
   r.probe_deadline = kNever;
@@ -50,8 +51,8 @@ void Qp::sr_probe(uint64_t now) {
     r.base = r.scan = r.end = comp_.una;
     std::fill(std::begin(r.held), std::end(r.held), 0);
   }
-  r.again = true;
-  r.again_psn = comp_.una;
+  r.scan = comp_.una;  // everything the latest bitmap lacks, oldest first
+  if (psn_before(r.end, psn_add(comp_.una, 1))) r.end = psn_add(comp_.una, 1);
   if (r.probe_backoff < params::kSrProbeMaxBackoff) ++r.probe_backoff;
   r.probe_deadline = now + sr_probe_interval();
 }

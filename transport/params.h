@@ -44,8 +44,8 @@ constexpr uint32_t kRttRing = 256;
 // is noticed without the local ACK timeout.
 constexpr uint32_t kSrWindow = 256;
 constexpr uint32_t kSrRenakEvery = 16;
-// The requester's probe re-sends the oldest unacknowledged packet after kSrProbeRtts minimum RTTs without
-// progress (at least kSrProbeMinNs; kSrProbeInitNs before the first RTT sample), doubling up to
+// The requester's probe re-sends from the oldest unacknowledged packet after kSrProbeRtts minimum RTTs
+// without progress (at least kSrProbeMinNs; kSrProbeInitNs before the first RTT sample), doubling up to
 // 2^kSrProbeMaxBackoff times.
 constexpr uint64_t kSrProbeRtts = 3;
 constexpr uint64_t kSrProbeMinNs = 10'000;

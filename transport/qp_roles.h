@@ -91,8 +91,9 @@ struct SrRequester {
   };
   std::array<Resent, params::kSrWindow> resent{};
   // The probe: when the oldest unacknowledged PSN made no progress for a few RTTs (a re-send lost with no
-  // later packet to show it, a lost NAK, a tail loss), it alone is re-sent, long before the local ACK
-  // timeout would go back N. Backs off while nothing progresses.
+  // later packet to show it, a lost NAK, a tail loss), the round re-sends from it whatever the latest bitmap
+  // lacks (without one: it alone), long before the local ACK timeout would go back N. Backs off while
+  // nothing progresses.
   uint64_t probe_deadline = UINT64_MAX;
   uint8_t probe_backoff = 0;
   // The smallest RTT an acknowledgement gave (a smoothed one would follow the samples that packets held at

@@ -214,7 +214,7 @@ TEST(SelectiveRepeatRequester, OffItNeitherMarksItsRequestsNorProbes) {
   EXPECT_GE(t.env.now(), 60'000'000u);
 }
 
-TEST(SelectiveRepeatRequester, TheProbeResendsTheOldestUnacknowledgedPacketAlone) {
+TEST(SelectiveRepeatRequester, WithoutANakTheProbeResendsTheOldestPacketAlone) {
   SrRequesterEnv t(true);
   ProtoEnv& env = t.env;
   const std::vector<Emitted> f = env.next();
