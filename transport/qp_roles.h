@@ -8,7 +8,6 @@
 // and stays in Qp.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -85,11 +84,12 @@ struct SrRequester {
   bool again = false;    // again_psn is re-sent first: its re-send was lost
   uint32_t again_psn = 0;
   // Per PSN % kSrWindow: the PSN last re-sent there, and one past the highest PSN sent before that re-send.
+  // Allocated when a QP with selective repeat enters RTS.
   struct Resent {
     uint32_t psn = UINT32_MAX;
     uint32_t hw = 0;
   };
-  std::array<Resent, params::kSrWindow> resent{};
+  std::vector<Resent> resent;
   // The probe: when the oldest unacknowledged PSN made no progress for a few RTTs (a re-send lost with no
   // later packet to show it, a lost NAK, a tail loss), the round re-sends from it whatever the latest bitmap
   // lacks (without one: it alone), long before the local ACK timeout would go back N. Backs off while

@@ -196,6 +196,8 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
     case QpState::kRts:
       if (cur != QpState::kRtr) break;  // SQD -> RTS resumes the same connection
       req_.psn_hw = req_.npsn;
+      comp_.sr = SrRequester{};
+      if (sr_) comp_.sr.resent.assign(params::kSrWindow, SrRequester::Resent{});
       // No credits are advertised before the first ACK: send one probe message at a time until then.
       req_.credits = 0;
       break;
