@@ -52,14 +52,14 @@ enum : uint8_t {
   kUdSendOnly = 0x64,
   kUdSendOnlyImm = 0x65,
   kCnp = 0x81,
-  // uroce's selective-repeat NAK: a sequence-error NAK whose payload says which PSNs after the NAKed one the
-  // responder holds (kSrNakPayloadBytes: a bitmap, bit i = PSN + i, least significant bit of byte 0 first,
-  // then the highest PSN that arrived). From the
-  // manufacturer-specific range (IBA table 38: 0xC0-0xFF); sent only to a requester that marks its requests
-  // with kBthResv7SelectiveRepeat, so a standard peer never sees it.
-  kUroceSrNak = 0xC0,
   kXrcBase = 0xA0,
   kXrcAck = kXrcBase + kRcAck,
+  // uroce's selective-repeat NAK: a sequence-error NAK whose payload says which PSNs after the NAKed one the
+  // responder holds (kSrNakPayloadBytes: a bitmap, bit i = PSN + i, least significant bit of byte 0 first,
+  // then the highest PSN that arrived). From the manufacturer-specific range (IBA table 38: 0xC0-0xFF); sent
+  // only to a requester that marks its requests with kBthResv7SelectiveRepeat, so a standard peer never sees
+  // it.
+  kUroceSrNak = 0xC0,
 };
 }  // namespace op
 
@@ -196,47 +196,32 @@ constexpr std::array<OpInfo, 256> build_table() {
   t[op::kUdSendOnlyImm] = make_op("UD_SEND_ONLY_IMM", kUdSend | kHasImmDt);
 
   t[op::kCnp] = make_op("CNP", kIsCnp | kHasCnpBody);
-  t[op::kUroceSrNak] = make_op("UROCE_SR_NAK", kIsResponse | kOnly | kHasAeth | kHasPayload | kRc);
 
   // XRC: each RC opcode at kXrcBase + the RC one, requests carrying an XRCETH; responses as RC's.
-  const char* const xrc[0x20] = {"XRC_SEND_FIRST",
-                                 "XRC_SEND_MIDDLE",
-                                 "XRC_SEND_LAST",
-                                 "XRC_SEND_LAST_IMM",
-                                 "XRC_SEND_ONLY",
-                                 "XRC_SEND_ONLY_IMM",
-                                 "XRC_WRITE_FIRST",
-                                 "XRC_WRITE_MIDDLE",
-                                 "XRC_WRITE_LAST",
-                                 "XRC_WRITE_LAST_IMM",
-                                 "XRC_WRITE_ONLY",
-                                 "XRC_WRITE_ONLY_IMM",
-                                 "XRC_READ_REQUEST",
-                                 "XRC_READ_RESP_FIRST",
-                                 "XRC_READ_RESP_MIDDLE",
-                                 "XRC_READ_RESP_LAST",
-                                 "XRC_READ_RESP_ONLY",
-                                 "XRC_ACK",
-                                 "XRC_ATOMIC_ACK",
-                                 "XRC_CMP_SWAP",
-                                 "XRC_FETCH_ADD",
-                                 "UNKNOWN",
-                                 "XRC_SEND_LAST_INV",
-                                 "XRC_SEND_ONLY_INV",
-                                 "UNKNOWN",
-                                 "UNKNOWN",
-                                 "UNKNOWN",
-                                 "UNKNOWN",
-                                 "UNKNOWN",
-                                 "XRC_ATOMIC_WRITE",
-                                 "UNKNOWN",
-                                 "UNKNOWN"};
+  const char* const xrc[0x20] = {"XRC_SEND_FIRST",       "XRC_SEND_MIDDLE",
+                                 "XRC_SEND_LAST",        "XRC_SEND_LAST_IMM",
+                                 "XRC_SEND_ONLY",        "XRC_SEND_ONLY_IMM",
+                                 "XRC_WRITE_FIRST",      "XRC_WRITE_MIDDLE",
+                                 "XRC_WRITE_LAST",       "XRC_WRITE_LAST_IMM",
+                                 "XRC_WRITE_ONLY",       "XRC_WRITE_ONLY_IMM",
+                                 "XRC_READ_REQUEST",     "XRC_READ_RESP_FIRST",
+                                 "XRC_READ_RESP_MIDDLE", "XRC_READ_RESP_LAST",
+                                 "XRC_READ_RESP_ONLY",   "XRC_ACK",
+                                 "XRC_ATOMIC_ACK",       "XRC_CMP_SWAP",
+                                 "XRC_FETCH_ADD",        "UNKNOWN",
+                                 "XRC_SEND_LAST_INV",    "XRC_SEND_ONLY_INV",
+                                 "UNKNOWN",              "UNKNOWN",
+                                 "UNKNOWN",              "UNKNOWN",
+                                 "UNKNOWN",              "XRC_ATOMIC_WRITE",
+                                 "UNKNOWN",              "UNKNOWN"};
   for (uint32_t o = 0; o < 0x20; ++o) {
     const uint32_t m = t[o].mask;
     if (!(m & kOpValid) || !(m & kRc)) continue;
     const uint32_t xm = (m & ~(kRc | kOpValid)) | kXrc | ((m & kIsRequest) ? uint32_t{kHasXrceth} : 0u);
     t[op::kXrcBase + o] = make_op(xrc[o], xm);
   }
+  // uroce's selective-repeat NAK (manufacturer-specific range).
+  t[op::kUroceSrNak] = make_op("UROCE_SR_NAK", kIsResponse | kOnly | kHasAeth | kHasPayload | kRc);
   return t;
 }
 
