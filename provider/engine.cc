@@ -78,6 +78,7 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     if (!ok) return "UROCE_MTU=" + v + ": must be 256, 512, 1024, 2048 or 4096";
   }
   if (const char* cc = std::getenv("UROCE_CC")) cfg->device.cc = cc;
+  cfg->device.selective_repeat = runtime::env_flag("UROCE_SELECTIVE_REPEAT");
   const char* params = std::getenv("UROCE_CC_PARAMS");
   if (params) {
     try {

@@ -20,6 +20,8 @@ constexpr EnvVar kVars[] = {
   {"UROCE_CC_PARAMS", kCcParams, "key=number[,key=number...]", 0, 0, "(the algorithm's defaults)", "provider",
    "the algorithm's parameters and min_time_between_cnps; `uroce run --cc-param K=V` (repeatable) "
    "replaces it"},
+  {"UROCE_SELECTIVE_REPEAT", kFlag, "0|1", 0, 0, "0", "provider",
+   "1: RC QPs use selective repeat (go-back-N peers interoperate; docs/selective-repeat.md)"},
   {"UROCE_MTU", kChoice, "256|512|1024|2048|4096", 0, 0, "4096", "provider, shim",
    "the port's active MTU in bytes; `uroce run --mtu N` sets it"},
   {"UROCE_DPDK_MEM_MB", kUint, "32 .. 65536", 32, 65536, "128", "pmd_glue",

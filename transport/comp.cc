@@ -26,6 +26,35 @@ uint32_t expected_response(const SendWqe& w, uint32_t mtu) {
 void Qp::arm_retry_timer() {
   // Local ACK timeout 4.096 us * 2^timeout (IBA ch. 9, local ACK timeout); 0 means the timer is disabled.
   comp_.retry_deadline = attr_.timeout ? dev_->now() + (4096ull << attr_.timeout) : kNever;
+  if (sr_) {  // armed on progress, as the retry timer: the probe starts over
+    comp_.sr.probe_backoff = 0;
+    comp_.sr.probe_deadline = dev_->now() + sr_probe_interval();
+  }
+}
+
+uint64_t Qp::sr_probe_interval() const {
+  const SrRequester& r = comp_.sr;
+  const uint64_t base = r.min_rtt_ns ? std::max(params::kSrProbeMinNs, params::kSrProbeRtts * r.min_rtt_ns)
+                                     : params::kSrProbeInitNs;
+  return base << r.probe_backoff;
+}
+
+// Selective repeat's probe (SrRequester::probe_deadline): the round scans again from the oldest
+// unacknowledged PSN, so that it and whatever else the latest bitmap lacks (re-sends that were lost too, at
+// heavy loss) go again, oldest first; without a bitmap (no round yet) the oldest PSN alone.
+void Qp::sr_probe(uint64_t now) {
+  SrRequester& r = comp_.sr;
+  r.probe_deadline = kNever;
+  if (comp_.una == req_.psn_hw || error()) return;
+  if (!r.active) {
+    r.active = true;
+    r.base = r.scan = r.end = comp_.una;
+    std::fill(std::begin(r.held), std::end(r.held), 0);
+  }
+  r.scan = comp_.una;  // everything the latest bitmap lacks, oldest first
+  if (psn_before(r.end, psn_add(comp_.una, 1))) r.end = psn_add(comp_.una, 1);
+  if (r.probe_backoff < params::kSrProbeMaxBackoff) ++r.probe_backoff;
+  r.probe_deadline = now + sr_probe_interval();
 }
 
 void Qp::on_response(const ParsedPacket& pkt) {
@@ -42,6 +71,8 @@ void Qp::on_response(const ParsedPacket& pkt) {
     comp_read_response(pkt);
   } else if (m & kOpAtomic) {
     comp_atomic_ack(pkt);
+  } else if (pkt.opcode == op::kUroceSrNak) {
+    comp_sr_nak(pkt);
   } else {
     comp_ack(bth_psn(pkt.bth()), pkt.aeth());
   }
@@ -72,6 +103,7 @@ bool Qp::comp_acknowledge_through(uint32_t psn, uint64_t rtt_ns) {
     if (consumes_recv_wqe(w.opcode)) --req_.credit_msgs_out;
   }
   if (psn_diff(new_una, comp_.una) > 0) comp_.una = new_una;
+  if (rtt_ns && sr_ && (!comp_.sr.min_rtt_ns || rtt_ns < comp_.sr.min_rtt_ns)) comp_.sr.min_rtt_ns = rtt_ns;
   if (comp_.una != old_una) {
     comp_.retry_left = attr_.retry_cnt;  // forward progress resets the retry budgets
     comp_.rnr_retry_left = attr_.rnr_retry;
@@ -102,6 +134,8 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
   switch (aeth_kind(aeth)) {
     case AethKind::kAck:
       comp_acknowledge_through(psn, rtt_sample(psn));
+      // Selective repeat: the round is over once everything it knew lost is acknowledged.
+      if (comp_.sr.active && !comp_.sr.again && !psn_before(comp_.una, comp_.sr.end)) comp_.sr.active = false;
       req_.credits = value == 31 ? -1 : aeth_credit_count(value) - static_cast<int64_t>(req_.credit_msgs_out);
       if (req_.credits < -1) req_.credits = 0;
       return;
@@ -139,6 +173,69 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
       dev_->cnt().add(Counter::kDropMalformed);
       return;
   }
+}
+
+// Selective repeat: a sequence-error NAK with the responder's bitmap of what it holds after the NAKed PSN.
+// Everything before that PSN is acknowledged, as by any NAK; the round (SrRequester) learns which packets are
+// lost. A requester without selective repeat never asked for this NAK: it takes it as a plain one.
+void Qp::comp_sr_nak(const ParsedPacket& pkt) {
+  const uint32_t psn = bth_psn(pkt.bth());
+  const Aeth& aeth = pkt.aeth();
+  if (!sr_ || aeth_kind(aeth) != AethKind::kNak || aeth_value(aeth) != kNakPsnSeq ||
+      pkt.payload_len != kSrNakPayloadBytes)
+    return comp_ack(psn, aeth);
+  if (psn_diff(psn, req_.psn_hw) >= 0) {
+    dev_->cnt().add(Counter::kGhostResponse);
+    return;
+  }
+  if (psn_diff(psn, comp_.una) < -1) {
+    dev_->cnt().add(Counter::kDuplicateResponse);
+    return;
+  }
+  const bool rewound = comp_acknowledge_through(psn_add(psn, kPsnMask));
+  if (error()) return;
+  ++cnt_.seq_naks_rcvd;
+  dev_->cnt().add(Counter::kSeqNakRcvd);
+  cc_->on_nak(dev_->now());
+  if (rewound) return;  // a lost READ response: going back N from there re-sends this gap too
+  SrRequester& r = comp_.sr;
+  r.base = psn;
+  const uint8_t* body = pkt.payload();
+  std::fill(std::begin(r.held), std::end(r.held), 0);
+  for (uint32_t i = 0; i < kSrNakBitmapBytes * 8; ++i)
+    if ((body[i / 8] >> (i % 8)) & 1) r.held[i / 64] |= uint64_t{1} << (i % 64);
+  uint32_t highest = 0;
+  for (uint32_t i = 0; i < 4; ++i) highest = highest << 8 | body[kSrNakBitmapBytes + i];
+  highest &= kPsnMask;
+  // Known lost: the NAKed PSN and whatever did not arrive before the highest PSN that did (packets are sent
+  // in PSN order; beyond the bitmap the responder had no room and dropped them).
+  if (psn_before(highest, psn) || !psn_before(highest, req_.psn_hw)) highest = psn;
+  r.highest = highest;
+  const uint32_t end = psn_add(highest, 1);
+  if (!r.active) {
+    r.active = true;
+    r.again = false;
+    r.scan = psn;
+    r.end = end;
+    return;
+  }
+  if (psn_before(psn, r.scan)) {
+    // Re-sent already in this round: lost again if a packet first sent after that re-send has arrived.
+    const SrRequester::Resent& x = r.resent[psn & (params::kSrWindow - 1)];
+    if (x.psn != psn || psn_diff(highest, x.hw) >= 0) {
+      r.again = true;
+      r.again_psn = psn;
+    }
+  } else {
+    r.scan = psn;
+  }
+  if (psn_before(r.end, end)) r.end = end;
+}
+
+bool Qp::sr_held(uint32_t psn) const {
+  const int32_t d = psn_diff(psn, comp_.sr.base);
+  if (d < 0 || d >= static_cast<int32_t>(kSrNakBitmapBytes * 8)) return false;
+  return (comp_.sr.held[d / 64] >> (d % 64)) & 1;
 }
 
 // A response arrived at `psn` for a later request while `expect` is still missing: responses leave the
@@ -287,6 +384,7 @@ void Qp::comp_rewind(uint32_t psn) {
     if (w.opcode == WrOpcode::kRdmaRead) k = std::max(k, static_cast<uint32_t>(w.read_done / mtu()));
     send_idx_ = i;
     send_pkt_ = k;
+    comp_.sr.active = false;  // going back N re-sends whatever a selective round would
     req_.inflight_bytes = 0;
     req_.pkts_since_ackreq = 0;
     return;
@@ -313,6 +411,7 @@ void Qp::on_timer(uint64_t now) {
     cc_->on_timer(now);
     cc_account();
   }
+  if (sr_ && comp_.sr.probe_deadline <= now) sr_probe(now);
   if (comp_.retry_deadline > now) return;
   comp_.retry_deadline = kNever;
   if (comp_.una == req_.psn_hw || error()) return;

@@ -49,7 +49,11 @@ namespace uroce {
   X(kDropVlan, "drop_vlan")                     \
   X(kDropIpFamily, "drop_ip_family")            \
   X(kRdAtomicOverLimit, "rd_atomic_over_limit") \
-  X(kRespQueueFull, "drop_resp_queue_full")
+  X(kRespQueueFull, "drop_resp_queue_full")     \
+  X(kSrHeld, "sr_packets_held")                 \
+  X(kSrReleased, "sr_packets_released")         \
+  X(kSrRetransmits, "sr_selective_retransmits") \
+  X(kSrNakSent, "sr_nak_sent")
 
 enum class Counter : uint8_t {
 #define X(name, str) name,

@@ -36,6 +36,8 @@ struct DeviceConfig {
   // The algorithm's parameters (UROCE_CC_PARAMS), plus the notification point's min_time_between_cnps (us),
   // which the device applies itself to every QP, whatever the algorithm.
   cc::Params cc_params;
+  // RC QPs created on this device use selective repeat (Qp::set_selective_repeat; UROCE_SELECTIVE_REPEAT).
+  bool selective_repeat = false;
   bool vlan = false;  // tag frames with 802.1Q; the PCP is the address vector's SL
   uint16_t vlan_id = 0;
   // Identifiers: nonzero seeds the random choice of QP numbers and memory keys, so that they differ from run

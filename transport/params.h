@@ -38,5 +38,18 @@ constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at 
 constexpr uint64_t kCnpMinIntervalNs = 4000;
 // Requester: send times of the last this-many request PSNs, for RTT samples (a power of two).
 constexpr uint32_t kRttRing = 256;
+// Selective repeat (a per-QP option, off by default): the responder holds request packets up to this many
+// PSNs ahead of the expected one (a power of two; the SR NAK's bitmap has one bit per PSN of it), and
+// repeats its NAK for a gap after this many more packets arrived ahead of it, so that a lost retransmission
+// is noticed without the local ACK timeout.
+constexpr uint32_t kSrWindow = 256;
+constexpr uint32_t kSrRenakEvery = 16;
+// The requester's probe re-sends from the oldest unacknowledged packet after kSrProbeRtts minimum RTTs
+// without progress (at least kSrProbeMinNs; kSrProbeInitNs before the first RTT sample), doubling up to
+// 2^kSrProbeMaxBackoff times.
+constexpr uint64_t kSrProbeRtts = 3;
+constexpr uint64_t kSrProbeMinNs = 10'000;
+constexpr uint64_t kSrProbeInitNs = 100'000;
+constexpr uint8_t kSrProbeMaxBackoff = 3;
 
 }  // namespace uroce::params

@@ -103,6 +103,12 @@ class Qp {
   // Replaces the QP's CC algorithm (the device's choice) with one the caller built: for tests and tools that
   // drive or observe an algorithm object directly.
   void replace_cc(std::unique_ptr<cc::Algorithm> algo);
+  // Selective repeat (RC only, off by default; the device's DeviceConfig::selective_repeat picks it for new
+  // QPs): the responder holds packets that arrive ahead of a gap and NAKs with a bitmap of them, and the
+  // requester re-sends only what such a NAK says is missing. Either side interoperates with a go-back-N
+  // peer. Settable in RESET only: EINVAL otherwise, or for a QP that is not RC (XRC included).
+  int set_selective_repeat(bool on);
+  bool selective_repeat() const { return sr_; }
 
   // Verbs (qp_state.cc, req.cc, resp.cc). Return 0 or an errno; never throw.
   int modify(const QpAttr& attr, uint32_t mask);
@@ -147,6 +153,12 @@ class Qp {
   ReqWait req_wait() const;                     // why no packet can be sent now, time aside (or kNone)
   bool req_ready() const { return req_wait() == ReqWait::kNone; }
   bool req_send_packet(SendWqe& w);
+  // Builds and sends packet `k` of `w` (a re-send too). `sr_resend`: a selective re-send, which neither
+  // moves the send position nor counts again toward the bytes in flight. `*last`: it was the WQE's last.
+  bool req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last);
+  bool sr_resend_pending() const;
+  uint32_t req_sr_resend(uint32_t budget, uint64_t now);
+  bool req_sr_next(uint32_t* idx, uint32_t* k, uint32_t* psn);
   int validate_local(const SendWqe& w) const;
   void start_wqe(SendWqe& w);
   void run_local_op(SendWqe& w);  // BIND_MW, LOCAL_INV: executed in send-queue order, no packet
@@ -176,6 +188,10 @@ class Qp {
   bool resp_emit_job(RespJob& job, const cc::IntStack* echo);
   uint8_t resp_credit_code() const;
   void resp_np_ecn(const wire::ParsedPacket& pkt);
+  void resp_sr_setup();
+  void resp_sr_out_of_order(const wire::ParsedPacket& pkt, uint32_t psn, int32_t d);
+  void resp_sr_release();
+  void resp_sr_bitmap(uint32_t base, uint8_t* out) const;
 
   // comp.cc
   void comp_ack(uint32_t psn, const wire::Aeth& aeth);
@@ -186,6 +202,10 @@ class Qp {
   SendWqe* comp_match_response(uint32_t psn, bool read, bool* oldest);
   void comp_rd_atomic_done(SendWqe& w, bool oldest);
   void comp_implicit_nak(uint32_t expect, uint32_t psn);
+  void comp_sr_nak(const wire::ParsedPacket& pkt);
+  void sr_probe(uint64_t now);
+  uint64_t sr_probe_interval() const;
+  bool sr_held(uint32_t psn) const;
   void comp_rewind(uint32_t psn);
   void comp_fatal(WcStatus status);
   void arm_retry_timer();
@@ -218,6 +238,7 @@ class Qp {
   QpAttr attr_;
   QpCounters cnt_;
   std::unique_ptr<cc::Algorithm> cc_;
+  bool sr_ = false;          // selective repeat
   wire::PacketHeaders hdr_;  // RC/UC: every header field that does not change per packet (built at RTR)
 
   // Send queue: WQEs in [comp_idx_, post_idx_) are posted and not yet completed; send_idx_ is the one the

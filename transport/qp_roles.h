@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "cc/cc.h"
+#include "transport/params.h"
 #include "transport/recv_queue.h"
+#include "transport/wire/packet.h"
 
 namespace uroce {
 
@@ -66,6 +68,39 @@ enum class GoBack : uint8_t {
 };
 inline constexpr std::string_view kGoBackNames[] = {"none", "rewound", "resent"};
 
+// Selective repeat at the requester (a QP option). A NAK with the responder's bitmap of what it holds after
+// the NAKed PSN names the packets known lost: those before the highest one held that are not held (later ones
+// may still be on their way). A round re-sends them, oldest first, before any new packet, and widens as later
+// NAKs show more; a packet re-sent once is re-sent again only when it is NAKed and the bitmap shows a packet
+// held that was first sent after that re-send (so the re-send was lost too). Go-back-N (a plain NAK, an RNR
+// NAK, the local ACK timeout, a lost READ response) ends the round and re-sends everything.
+struct SrRequester {
+  bool active = false;
+  uint32_t base = 0;  // the PSN of bit 0 of `held`: the latest NAKed PSN
+  uint64_t held[4] = {};
+  uint32_t highest = 0;  // the highest PSN that had arrived (the latest NAK's)
+  uint32_t scan = 0;     // the next PSN the round considers: those before it were re-sent or held
+  uint32_t end = 0;      // one past the highest PSN known to have arrived
+  bool again = false;    // again_psn is re-sent first: its re-send was lost
+  uint32_t again_psn = 0;
+  // Per PSN % kSrWindow: the PSN last re-sent there, and one past the highest PSN sent before that re-send.
+  // Allocated when a QP with selective repeat enters RTS.
+  struct Resent {
+    uint32_t psn = UINT32_MAX;
+    uint32_t hw = 0;
+  };
+  std::vector<Resent> resent;
+  // The probe: when the oldest unacknowledged PSN made no progress for a few RTTs (a re-send lost with no
+  // later packet to show it, a lost NAK, a tail loss), the round re-sends from it whatever the latest bitmap
+  // lacks (without one: it alone), long before the local ACK timeout would go back N. Backs off while
+  // nothing progresses.
+  uint64_t probe_deadline = UINT64_MAX;
+  uint8_t probe_backoff = 0;
+  // The smallest RTT an acknowledgement gave (a smoothed one would follow the samples that packets held at
+  // the responder through a recovery inflate).
+  uint64_t min_rtt_ns = 0;
+};
+
 struct Completer {
   uint32_t una = 0;  // oldest PSN not acknowledged
   uint8_t retry_left = 0;
@@ -74,6 +109,7 @@ struct Completer {
   GoBack go_back = GoBack::kNone;
   uint32_t rewound_at = 0;  // with go_back != kNone
   uint32_t gap_psn = 0;     // the latest response PSN seen beyond rewound_at
+  SrRequester sr;           // selective repeat on
 };
 
 // --- Responder ---
@@ -120,6 +156,20 @@ inline constexpr std::string_view kRespMsgNames[] = {"idle", "send", "write", "d
 enum class RespSeq : uint8_t { kInOrder, kNakOut };
 inline constexpr std::string_view kRespSeqNames[] = {"in_order", "nak_out"};
 
+// Selective repeat at the responder (a QP option): request packets that arrive ahead of the expected PSN,
+// within params::kSrWindow, are copied here instead of being dropped; once the missing PSN has executed,
+// the held ones execute in PSN order through the same code as packets just arrived. Allocated when the QP
+// goes to RTR, never per packet.
+struct SrHold {
+  std::vector<uint8_t> frames;          // kSrWindow slots of slot_bytes, slot = PSN % kSrWindow
+  std::vector<wire::ParsedPacket> pkt;  // per slot: the held packet, parsed, in `frames`; frame null: empty
+  uint32_t slot_bytes = 0;
+  uint32_t count = 0;      // full slots
+  uint32_t since_nak = 0;  // packets held since the last NAK for the current gap
+  uint32_t highest = 0;    // the highest PSN that arrived ahead of the current gap
+  bool peer_sr = false;    // the requester marks its requests: it understands op::kUroceSrNak
+};
+
 struct Responder {
   uint32_t epsn = 0;  // expected PSN
   uint32_t msn = 0;
@@ -143,6 +193,7 @@ struct Responder {
   bool ce_echo = false;      // a request arrived CE-marked since the last ACK: the next one sets BECN
   cc::IntStack echo_int;     // the INT stack of the latest request, for the next response to carry back
   bool comm_est = false;     // the first request in RTR raised the Communication Established event
+  SrHold sr;                 // selective repeat on
 };
 
 }  // namespace uroce

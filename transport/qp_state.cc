@@ -124,9 +124,17 @@ Qp::Qp(Device* dev, uint32_t qpn, Pd* pd, const QpInitAttr& init)
   attr_.cap = init.cap;
   attr_.qp_state = QpState::kReset;
   attr_.path_mtu = Mtu::k1024;
+  sr_ = dev->cfg_.selective_repeat && init.type == QpType::kRc && init.xrc == XrcRole::kNone;
 }
 
 Qp::~Qp() = default;
+
+int Qp::set_selective_repeat(bool on) {
+  if (attr_.qp_state != QpState::kReset || (on && (type() != QpType::kRc || init_.xrc != XrcRole::kNone)))
+    return EINVAL;
+  sr_ = on;
+  return 0;
+}
 
 RecvQueue& Qp::rq() { return init_.srq ? init_.srq->rq : *rq_; }
 
@@ -183,10 +191,13 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       resp_.jobs_head = resp_.jobs_count = 0;
       resp_.seq = RespSeq::kInOrder;
       resp_.msg = RespMsg::kIdle;
+      resp_sr_setup();
       break;
     case QpState::kRts:
       if (cur != QpState::kRtr) break;  // SQD -> RTS resumes the same connection
       req_.psn_hw = req_.npsn;
+      comp_.sr = SrRequester{};
+      if (sr_) comp_.sr.resent.assign(params::kSrWindow, SrRequester::Resent{});
       // No credits are advertised before the first ACK: send one probe message at a time until then.
       req_.credits = 0;
       break;
@@ -251,6 +262,7 @@ void Qp::reset_connection() {
   req_.rnr_until = 0;
   comp_.go_back = GoBack::kNone;
   comp_.gap_psn = 0;
+  comp_.sr = SrRequester{};
   pace_start_ns_ = 0;
   pace_len_ = 0;
   resp_.msn = 0;

@@ -185,6 +185,10 @@ void Qp::start_wqe(SendWqe& w) {
 uint32_t Qp::req_transmit(uint32_t budget) {
   uint32_t sent = 0;
   const uint64_t now = dev_->now();
+  if (comp_.sr.active) {
+    sent = req_sr_resend(budget, now);
+    if (sr_resend_pending()) return sent;  // new packets wait for the re-sends
+  }
   while (sent < budget && req_ready() && now >= req_.rnr_until && now >= pace_next()) {
     SendWqe& w = sq_at(send_idx_);
     // Going back N re-sends what the responder discarded. A READ or ATOMIC already answered (placed while
@@ -211,7 +215,24 @@ uint32_t Qp::req_transmit(uint32_t budget) {
 }
 
 bool Qp::req_send_packet(SendWqe& w) {
-  const uint32_t k = send_pkt_;
+  bool last = true;
+  if (!req_emit(w, send_pkt_, false, &last)) return false;
+  if (!last) {
+    ++send_pkt_;
+    return true;
+  }
+  send_pkt_ = 0;
+  ++send_idx_;
+  if (type() == QpType::kRc) {
+    w.state = WqeState::kSent;
+  } else {
+    w.state = WqeState::kDone;  // UC and UD complete once sent: there is no acknowledgement
+    comp_retire();
+  }
+  return true;
+}
+
+bool Qp::req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last_out) {
   const uint32_t psn = psn_add(w.first_psn, k);
   const uint64_t offset = static_cast<uint64_t>(k) * mtu();
   PacketHeaders h = hdr_;
@@ -266,7 +287,12 @@ bool Qp::req_send_packet(SendWqe& w) {
   }
 
   h.xrc_srqn = w.xrc_srqn;  // XRC opcodes carry it (emit() turns RC opcodes into XRC ones)
+  if (sr_) {
+    h.bth.resv7 = kBthResv7SelectiveRepeat;  // tells the responder that this requester reads SR NAKs
+    if (sr_resend) h.bth.ackreq = true;      // the ACK (or next NAK) that shows the gap filled comes at once
+  }
   if (!emit(h, sge, num_sge, offset, len, true)) return false;
+  *last_out = last;
   if (comp_.go_back == GoBack::kRewound && psn == comp_.rewound_at) comp_.go_back = GoBack::kResent;
   const bool resent = psn_before(psn, req_.psn_hw);
   if (resent) {
@@ -279,22 +305,89 @@ bool Qp::req_send_packet(SendWqe& w) {
   if (psn_diff(end, req_.psn_hw) > 0) req_.psn_hw = end;
 
   if (type() == QpType::kRc) {
-    req_.inflight_bytes += len;
+    if (!sr_resend) req_.inflight_bytes += len;  // a selective re-send replaces bytes still counted
     if (comp_.retry_deadline == kNever) arm_retry_timer();
   }
-  if (!last) {
-    ++send_pkt_;
-    return true;
-  }
-  send_pkt_ = 0;
-  ++send_idx_;
-  if (type() == QpType::kRc) {
-    w.state = WqeState::kSent;
-  } else {
-    w.state = WqeState::kDone;  // UC and UD complete once sent: there is no acknowledgement
-    comp_retire();
-  }
   return true;
+}
+
+bool Qp::sr_resend_pending() const {
+  const SrRequester& r = comp_.sr;
+  return r.active && (r.again || psn_before(r.scan, r.end)) && !error() &&
+         (attr_.qp_state == QpState::kRts || attr_.qp_state == QpState::kSqd);
+}
+
+// Selective repeat: the next packet of the round to re-send. First a re-send that was lost again; then the
+// oldest request packet at or after the scan position, before the round's end, in a WQE not yet done, that
+// the responder's bitmap does not show held. A READ and an ATOMIC are one request packet each (a READ at its
+// first missing response).
+bool Qp::req_sr_next(uint32_t* idx, uint32_t* k_out, uint32_t* psn_out) {
+  SrRequester& r = comp_.sr;
+  if (psn_before(r.scan, comp_.una)) r.scan = comp_.una;
+  for (uint32_t i = comp_idx_; i != post_idx_; ++i) {
+    const SendWqe& w = sq_at(i);
+    if (w.state == WqeState::kPosted) break;
+    if (w.state == WqeState::kDone) continue;
+    uint32_t k = 0, n = 1;
+    if (w.opcode == WrOpcode::kRdmaRead) {
+      k = static_cast<uint32_t>(w.read_done / mtu());
+      n = k + 1;
+    } else if (!is_rd_atomic(w.opcode)) {
+      n = w.npkts;
+    }
+    if (r.again) {
+      const int32_t d = psn_diff(r.again_psn, w.first_psn);
+      if (d < 0) break;
+      if (static_cast<uint32_t>(d) >= w.npkts) continue;
+      if (static_cast<uint32_t>(d) < k || static_cast<uint32_t>(d) >= n) break;
+      *idx = i;
+      *k_out = static_cast<uint32_t>(d);
+      *psn_out = r.again_psn;
+      return true;
+    }
+    if (!psn_before(w.first_psn, r.end)) break;
+    if (n == w.npkts && psn_diff(r.scan, w.first_psn) > 0)
+      k = std::max(k, static_cast<uint32_t>(psn_diff(r.scan, w.first_psn)));
+    for (; k < n; ++k) {
+      const uint32_t psn = psn_add(w.first_psn, k);
+      if (!psn_before(psn, r.end)) return false;
+      if (psn_before(psn, r.scan) || sr_held(psn)) continue;
+      *idx = i;
+      *k_out = k;
+      *psn_out = psn;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Re-sends what the round knows to be lost, before any new packet. Returns the packets sent.
+uint32_t Qp::req_sr_resend(uint32_t budget, uint64_t now) {
+  uint32_t sent = 0;
+  SrRequester& r = comp_.sr;
+  while (sent < budget && sr_resend_pending() && now >= req_.rnr_until && now >= pace_next()) {
+    uint32_t i, k, psn;
+    const bool again = r.again;
+    if (!req_sr_next(&i, &k, &psn)) {
+      if (again) {
+        r.again = false;  // acknowledged meanwhile, or nothing there to send
+      } else {
+        r.scan = r.end;
+      }
+      continue;
+    }
+    bool last;
+    r.resent[psn & (params::kSrWindow - 1)] = {psn, req_.psn_hw};
+    if (!req_emit(sq_at(i), k, true, &last)) break;
+    dev_->cnt().add(Counter::kSrRetransmits);
+    if (again) {
+      r.again = false;
+    } else {
+      r.scan = psn_add(psn, 1);
+    }
+    ++sent;
+  }
+  return sent;
 }
 
 }  // namespace uroce

@@ -16,6 +16,10 @@ namespace {
 
 using namespace wire;
 
+// One bitmap bit per PSN of the reorder window: a NAK can describe everything the responder holds.
+static_assert(kSrNakBitmapBytes * 8 == params::kSrWindow);
+static_assert((params::kSrWindow & (params::kSrWindow - 1)) == 0);
+
 }  // namespace
 
 int Qp::post_recv(const RecvWr& wr) {
@@ -77,9 +81,11 @@ bool Qp::resp_xrc_select(const ParsedPacket& pkt) {
 void Qp::resp_rc(const ParsedPacket& pkt) {
   const uint32_t psn = bth_psn(pkt.bth());
   const int32_t d = psn_diff(psn, resp_.epsn);
+  if (sr_) resp_.sr.peer_sr = bth_resv7(pkt.bth()) & kBthResv7SelectiveRepeat;
   if (d > 0) {  // packets were lost before this one
     ++cnt_.out_of_sequence;
     dev_->cnt().add(Counter::kOutOfSequence);
+    if (sr_) return resp_sr_out_of_order(pkt, psn, d);
     // One sequence-error NAK per gap (IBA ch. 9), and the rest of the round is dropped silently. A PSN
     // that falls back means the requester's go-back-N round has begun and lost its head again: that new
     // round gets its own NAK, instead of leaving recovery to the local ACK timeout.
@@ -98,6 +104,108 @@ void Qp::resp_rc(const ParsedPacket& pkt) {
   if (d < 0) return resp_duplicate(pkt);
   resp_.seq = RespSeq::kInOrder;
   resp_execute(pkt);
+  if (resp_.sr.count) resp_sr_release();
+}
+
+// Selective repeat: the reorder buffer, sized for the path MTU, allocated as the QP enters RTR.
+void Qp::resp_sr_setup() {
+  SrHold& h = resp_.sr;
+  h.count = h.since_nak = 0;
+  h.peer_sr = false;
+  if (!sr_) {
+    h = SrHold{};
+    return;
+  }
+  // Headers at most: Ethernet, VLAN, IPv6, UDP, BTH, RETH, ImmDt; then pad and ICRC.
+  h.slot_bytes = mtu() + 128;
+  h.frames.assign(static_cast<size_t>(params::kSrWindow) * h.slot_bytes, 0);
+  h.pkt.assign(params::kSrWindow, ParsedPacket{});
+}
+
+// A request `d` PSNs ahead of the expected one with selective repeat on: held when it fits the window (a
+// copy of a packet already held is a duplicate), dropped otherwise. The gap gets one sequence-error NAK, as
+// without selective repeat, and for a requester that understands the bitmap, another after every
+// kSrRenakEvery packets held meanwhile (its re-send may have been lost too). A go-back-N requester gets a new
+// NAK only when its round has begun and lost its head (the PSN falls back), as without selective repeat: it
+// goes back on every NAK.
+void Qp::resp_sr_out_of_order(const ParsedPacket& pkt, uint32_t psn, int32_t d) {
+  SrHold& h = resp_.sr;
+  if (static_cast<uint32_t>(d) < params::kSrWindow && pkt.frame_len <= h.slot_bytes) {
+    ParsedPacket& slot = h.pkt[psn & (params::kSrWindow - 1)];
+    if (slot.frame && bth_psn(slot.bth()) == psn) {
+      ++cnt_.duplicates;
+      dev_->cnt().add(Counter::kDuplicateRequest);
+    } else {
+      // A full slot with another PSN holds one from before epsn (stale): overwritten.
+      if (!slot.frame) ++h.count;
+      uint8_t* dst = &h.frames[static_cast<size_t>(psn & (params::kSrWindow - 1)) * h.slot_bytes];
+      std::memcpy(dst, pkt.frame, pkt.frame_len);
+      slot = pkt;
+      slot.frame = dst;
+      dev_->cnt().add(Counter::kSrHeld);
+    }
+  }
+  const bool nak_out = resp_.seq == RespSeq::kNakOut;
+  const bool new_round = nak_out && psn_diff(psn, resp_.nak_gap_psn) <= 0;
+  resp_.nak_gap_psn = psn;
+  if (!nak_out || psn_diff(psn, h.highest) > 0) h.highest = psn;
+  const bool repeat = nak_out && h.peer_sr && ++h.since_nak >= params::kSrRenakEvery;
+  if (nak_out && !new_round && !repeat) return;
+  resp_.seq = RespSeq::kNakOut;
+  h.since_nak = 0;
+  ++cnt_.seq_naks_sent;
+  dev_->cnt().add(Counter::kSeqNakSent);
+  resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, kNakPsnSeq), resp_.epsn, resp_.msn});
+}
+
+// The expected PSN has just executed: the held packets that follow it execute now, in PSN order, through
+// resp_execute as if they had just arrived (placement, receive matching, READ/ATOMIC responses and ACK
+// coalescing as for any packet). Stops at the next gap, which gets its NAK, or where a packet did not advance
+// the expected PSN (an RNR NAK, an error: the requester re-sends from there).
+void Qp::resp_sr_release() {
+  SrHold& h = resp_.sr;
+  while (h.count && !error()) {
+    ParsedPacket& slot = h.pkt[resp_.epsn & (params::kSrWindow - 1)];
+    if (!slot.frame || bth_psn(slot.bth()) != resp_.epsn) break;
+    const ParsedPacket pkt = slot;  // its frame stays in place: nothing is held while it executes
+    slot.frame = nullptr;
+    --h.count;
+    dev_->cnt().add(Counter::kSrReleased);
+    const uint32_t before = resp_.epsn;
+    resp_execute(pkt);
+    if (resp_.epsn == before) return;
+  }
+  if (error() || !h.count) return;
+  // What is left lies beyond a new gap (or before epsn, when a READ's PSN range covered it: dropped).
+  uint32_t highest = resp_.epsn;
+  for (ParsedPacket& slot : h.pkt) {
+    if (!slot.frame) continue;
+    const uint32_t p = bth_psn(slot.bth());
+    if (psn_before(p, resp_.epsn)) {
+      slot.frame = nullptr;
+      --h.count;
+    } else if (psn_diff(p, highest) > 0) {
+      highest = p;
+    }
+  }
+  if (!h.count) return;
+  resp_.seq = RespSeq::kNakOut;
+  resp_.nak_gap_psn = h.highest = highest;
+  h.since_nak = 0;
+  ++cnt_.seq_naks_sent;
+  dev_->cnt().add(Counter::kSeqNakSent);
+  resp_queue(RespJob{RespJob::kNak, false, aeth_syndrome(AethKind::kNak, kNakPsnSeq), resp_.epsn, resp_.msn});
+}
+
+// The SR NAK's bitmap for a NAK at `base`: bit i is set when PSN base + i has arrived (executed or held).
+void Qp::resp_sr_bitmap(uint32_t base, uint8_t* out) const {
+  std::memset(out, 0, kSrNakBitmapBytes);
+  for (uint32_t i = 0; i < kSrNakBitmapBytes * 8; ++i) {
+    const uint32_t p = psn_add(base, i);
+    const ParsedPacket& slot = resp_.sr.pkt[p & (params::kSrWindow - 1)];
+    if (psn_before(p, resp_.epsn) || (slot.frame && bth_psn(slot.bth()) == p))
+      out[i / 8] = static_cast<uint8_t>(out[i / 8] | (1u << (i % 8)));
+  }
 }
 
 // Takes the next receive WQE for an incoming message. Its SGEs are checked here, when the data lands, as an
@@ -543,6 +651,19 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
   h.aeth.msn = job.msn;
   h.aeth.syndrome =
       job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, resp_credit_code());
+  if (job.kind == RespJob::kNak && sr_ && resp_.sr.peer_sr &&
+      job.syndrome == aeth_syndrome(AethKind::kNak, kNakPsnSeq)) {
+    // A requester with selective repeat learns which packets after the gap need no re-send.
+    uint8_t body[kSrNakPayloadBytes];
+    resp_sr_bitmap(job.psn, body);
+    const uint32_t highest = resp_.sr.highest;
+    for (int i = 0; i < 4; ++i) body[kSrNakBitmapBytes + i] = static_cast<uint8_t>(highest >> (24 - 8 * i));
+    const Sge sge{reinterpret_cast<uint64_t>(body), kSrNakPayloadBytes, 0};
+    h.bth.opcode = op::kUroceSrNak;
+    if (!emit(h, &sge, 1, 0, kSrNakPayloadBytes, false, echo)) return false;
+    dev_->cnt().add(Counter::kSrNakSent);
+    return true;
+  }
   if (job.kind == RespJob::kAck || job.kind == RespJob::kNak) {
     h.bth.opcode = op::kRcAck;
     if (job.kind == RespJob::kAck && resp_.ce_echo) h.bth.resv8a = 0x40;  // BECN: ECN echo (DCTCP)

@@ -117,14 +117,17 @@ uint32_t Qp::transmit(uint32_t budget) {
   return sent + req_transmit(budget - sent);
 }
 
-bool Qp::has_tx_work() const { return resp_.jobs_count || req_ready(); }
+bool Qp::has_tx_work() const { return resp_.jobs_count || req_ready() || sr_resend_pending(); }
 
-uint64_t Qp::next_timer() const { return std::min(comp_.retry_deadline, cc_->next_timer_ns()); }
+uint64_t Qp::next_timer() const {
+  const uint64_t t = std::min(comp_.retry_deadline, cc_->next_timer_ns());
+  return sr_ && comp_.una != req_.psn_hw ? std::min(t, comp_.sr.probe_deadline) : t;
+}
 
 uint64_t Qp::next_tx_time() const {
   uint64_t t = kNever;
   if (resp_.jobs_count) t = resp_.jobs[resp_.jobs_head].kind == RespJob::kRead ? pace_next() : 0;
-  if (req_ready()) t = std::min(t, std::max(req_.rnr_until, pace_next()));
+  if (req_ready() || sr_resend_pending()) t = std::min(t, std::max(req_.rnr_until, pace_next()));
   return t;
 }
 

@@ -39,8 +39,8 @@ class Workload {
         net_(c.seed),
         rng_(c.seed * 0x9E3779B97F4A7C15ull + 1),
         slot_(c.max_len + kMaxSges * kGap + 64),
-        a_(net_, 1, opts()),
-        b_(net_, 2, opts()) {
+        a_(net_, 1, opts(c.sr_requester)),
+        b_(net_, 2, opts(c.sr_responder)) {
     net_.connect(*a_.port, *b_.port, c.link);
     qa_ = a_.create_qp(QpType::kRc, 4 * c.depth, kMaxSges);
     qb_ = b_.create_qp(QpType::kRc, 4 * c.depth, kMaxSges);
@@ -65,6 +65,13 @@ class Workload {
     res_.ok = res_.error.empty();
     res_.virtual_ns = net_.now_ns() - start;
     res_.retransmits = a_.dev->counters()[Counter::kRetransmits] + b_.dev->counters()[Counter::kRetransmits];
+    const auto both = [this](Counter c) { return a_.dev->counters()[c] + b_.dev->counters()[c]; };
+    res_.timeouts = both(Counter::kTimeouts);
+    res_.seq_naks = both(Counter::kSeqNakRcvd);
+    res_.sr_held = both(Counter::kSrHeld);
+    res_.sr_released = both(Counter::kSrReleased);
+    res_.sr_retransmits = both(Counter::kSrRetransmits);
+    res_.sr_naks = both(Counter::kSrNakSent);
     res_.icrc_drops = a_.dev->rx_drops()[wire::RxDrop::kIcrc] + b_.dev->rx_drops()[wire::RxDrop::kIcrc];
     for (const auto& l : net_.links()) {
       res_.link_lost += l->counters().lost;
@@ -76,8 +83,9 @@ class Workload {
   }
 
  private:
-  EndpointOptions opts() const {
+  EndpointOptions opts(bool sr) const {
     EndpointOptions o;
+    o.device.selective_repeat = sr;
     o.mem_bytes = 2 * cfg_.depth * slot_ + cfg_.max_len + 4096;
     return o;
   }

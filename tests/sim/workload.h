@@ -21,6 +21,8 @@ struct WorkloadConfig {
   sim::LinkConfig link;
   uint8_t timeout = 12;  // ~17 ms: above the queueing of 16 outstanding 1 MiB READs at line rate
   uint64_t max_virtual_ns = 600'000'000'000;
+  // Selective repeat on the requesting endpoint (a) and on the responding one (b); off: go-back-N.
+  bool sr_requester = false, sr_responder = false;
 };
 
 struct WorkloadResult {
@@ -32,6 +34,8 @@ struct WorkloadResult {
   uint64_t retransmits = 0;
   uint64_t icrc_drops = 0;
   uint64_t link_lost = 0, link_corrupted = 0, link_duplicated = 0, link_reordered = 0;
+  uint64_t timeouts = 0, seq_naks = 0;
+  uint64_t sr_held = 0, sr_released = 0, sr_retransmits = 0, sr_naks = 0;  // selective repeat, both ends
 };
 
 WorkloadResult run_workload(const WorkloadConfig& cfg);

@@ -105,6 +105,7 @@ struct ProtoOptions {
   bool srq = false;         // receive through an SRQ of max_wr entries
   std::string cc = "none";  // the device's CC algorithm and parameters
   cc::Params cc_params;
+  bool selective_repeat = false;  // the device's RC QPs use selective repeat
 };
 
 // One device (GID ::ffff:10.0.0.1) with a ManualClock at 0, a CapturePort, a PD, one CQ for sends and

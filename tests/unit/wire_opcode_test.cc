@@ -7,8 +7,8 @@ namespace uroce::wire {
 namespace {
 
 TEST(OpcodeTable, HasExactlyTheRcUcUdXrcAndCnpOpcodes) {
-  // RC (with ATOMIC WRITE), UC, UD, CNP, and XRC (each RC opcode again).
-  EXPECT_EQ(test::all_opcodes().size(), 24u + 12u + 2u + 1u + 24u);
+  // RC (with ATOMIC WRITE), UC, UD, CNP, XRC (each RC opcode again) and uroce's selective-repeat NAK.
+  EXPECT_EQ(test::all_opcodes().size(), 24u + 12u + 2u + 1u + 24u + 1u);
   for (uint8_t o : test::all_opcodes()) {
     const uint32_t m = op_info(o).mask;
     EXPECT_EQ(__builtin_popcount(m & (kRc | kUc | kUd | kXrc | kIsCnp)), 1) << op_name(o);

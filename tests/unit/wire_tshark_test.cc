@@ -63,6 +63,9 @@ std::vector<Case> make_cases() {
   for (bool ipv6 : {false, true}) {
     for (bool vlan : {false, true}) {
       for (uint8_t o : test::all_opcodes()) {
+        // A manufacturer-specific opcode: tshark shows its bytes after the BTH as opaque data, not as an
+        // AETH and payload (transport_test checks the SR NAK's fields).
+        if (o == op::kUroceSrNak) continue;
         Case c{test::sample_headers(o, ipv6, vlan), test::sample_payload(o, kPayloadLen), {}};
         ++n;
         c.h.bth.dqpn = 0x010000 + n;

@@ -154,6 +154,14 @@ inline bool bth_becn(const Bth& h) { return h.resv8a & 0x40; }
 inline uint32_t bth_dqpn(const Bth& h) { return h.dest_qp.get(); }
 inline bool bth_ackreq(const Bth& h) { return h.ack_req & 0x80; }
 inline uint8_t bth_resv7(const Bth& h) { return h.ack_req & 0x7F; }
+// A uroce requester with selective repeat on sets this reserved BTH bit in its requests (standard receivers
+// ignore reserved bits); a uroce responder answers such a requester's sequence errors with op::kUroceSrNak.
+constexpr uint8_t kBthResv7SelectiveRepeat = 0x01;
+// The payload of op::kUroceSrNak: a bitmap, one bit per PSN from the NAKed one on, then a big-endian 32-bit
+// word whose low 24 bits are the highest PSN that has arrived ahead of the gap (held or, beyond the
+// bitmap, dropped).
+constexpr uint32_t kSrNakBitmapBytes = 32;
+constexpr uint32_t kSrNakPayloadBytes = kSrNakBitmapBytes + 4;
 inline uint32_t bth_psn(const Bth& h) { return h.psn.get(); }
 
 inline void bth_set_flags(Bth& h, bool se, bool migreq, uint8_t pad, uint8_t tver) {

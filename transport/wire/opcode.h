@@ -54,6 +54,12 @@ enum : uint8_t {
   kCnp = 0x81,
   kXrcBase = 0xA0,
   kXrcAck = kXrcBase + kRcAck,
+  // uroce's selective-repeat NAK: a sequence-error NAK whose payload says which PSNs after the NAKed one the
+  // responder holds (kSrNakPayloadBytes: a bitmap, bit i = PSN + i, least significant bit of byte 0 first,
+  // then the highest PSN that arrived). From the manufacturer-specific range (IBA table 38: 0xC0-0xFF); sent
+  // only to a requester that marks its requests with kBthResv7SelectiveRepeat, so a standard peer never sees
+  // it.
+  kUroceSrNak = 0xC0,
 };
 }  // namespace op
 
@@ -214,6 +220,8 @@ constexpr std::array<OpInfo, 256> build_table() {
     const uint32_t xm = (m & ~(kRc | kOpValid)) | kXrc | ((m & kIsRequest) ? uint32_t{kHasXrceth} : 0u);
     t[op::kXrcBase + o] = make_op(xrc[o], xm);
   }
+  // uroce's selective-repeat NAK (manufacturer-specific range).
+  t[op::kUroceSrNak] = make_op("UROCE_SR_NAK", kIsResponse | kOnly | kHasAeth | kHasPayload | kRc);
   return t;
 }
 
@@ -231,6 +239,7 @@ static_assert(op_info(op::kRcAtomicAck).hdr_len == 12 + 4 + 8);
 static_assert(op_info(op::kUdSendOnlyImm).immdt == 20);
 static_assert(op_info(op::kRcCmpSwap).hdr_len == 40);
 static_assert(op_info(op::kCnp).hdr_len == 28);
+static_assert(op_info(op::kUroceSrNak).hdr_len == 12 + 4);
 static_assert(op_info(op::kRcAtomicWrite).hdr_len == 12 + 16);
 static_assert(op_info(op::kXrcBase + op::kRcWriteOnlyImm).hdr_len == 12 + 4 + 16 + 4);
 static_assert(op_info(op::kXrcBase + op::kRcWriteOnly).reth == 16);
