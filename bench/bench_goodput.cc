@@ -9,7 +9,6 @@
 
 #include "tests/sim/workload.h"
 
-using uroce::test::WorkloadConfig;
 using uroce::test::WorkloadResult;
 
 int main(int argc, char** argv) {
@@ -26,16 +25,7 @@ int main(int argc, char** argv) {
     double gbps[2] = {0, 0};
     uint64_t retx[2] = {0, 0}, lost[2] = {0, 0};
     for (int sr = 0; sr < 2; ++sr) {
-      WorkloadConfig c;
-      c.seed = 42;
-      c.messages = messages;
-      c.min_len = c.max_len = 1 << 20;
-      c.w_send = c.w_write_imm = c.w_read = c.w_atomic = 0;
-      c.w_write = 1;
-      c.link.loss = loss;
-      c.timeout = 10;  // ~4 ms
-      c.sr_requester = c.sr_responder = sr;
-      const WorkloadResult r = uroce::test::run_workload(c);
+      const WorkloadResult r = uroce::test::run_workload(uroce::test::goodput_workload(messages, loss, sr));
       if (!r.ok) {
         std::fprintf(stderr, "loss %g%s: %s\n", loss, sr ? " (SR)" : "", r.error.c_str());
         status = 1;

@@ -12,15 +12,7 @@ namespace uroce::test {
 namespace {
 
 double goodput_gbps(double loss, bool sr) {
-  WorkloadConfig c;
-  c.seed = 42;
-  c.messages = 100;
-  c.min_len = c.max_len = 1 << 20;
-  c.w_send = c.w_write_imm = c.w_read = c.w_atomic = 0;
-  c.w_write = 1;
-  c.link.loss = loss;
-  c.timeout = 10;  // ~4 ms
-  c.sr_requester = c.sr_responder = sr;
+  const WorkloadConfig c = goodput_workload(100, loss, sr);
   const WorkloadResult r = run_workload(c);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.completed, c.messages);

@@ -40,4 +40,19 @@ struct WorkloadResult {
 
 WorkloadResult run_workload(const WorkloadConfig& cfg);
 
+// The goodput measurement's workload (bench_goodput, goodput_test): `messages` 1 MiB RDMA WRITEs on a link
+// losing `loss` of its frames, a ~4 ms ACK timeout, selective repeat on both sides or on neither.
+inline WorkloadConfig goodput_workload(uint32_t messages, double loss, bool selective_repeat) {
+  WorkloadConfig c;
+  c.seed = 42;
+  c.messages = messages;
+  c.min_len = c.max_len = 1 << 20;
+  c.w_send = c.w_write_imm = c.w_read = c.w_atomic = 0;
+  c.w_write = 1;
+  c.link.loss = loss;
+  c.timeout = 10;  // ~4 ms
+  c.sr_requester = c.sr_responder = selective_repeat;
+  return c;
+}
+
 }  // namespace uroce::test
