@@ -100,6 +100,9 @@ struct PfcFrame {
 };
 uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p);
 bool parse_pfc(const uint8_t* frame, uint16_t len, PfcFrame* out);
+// The line rate of a real-time port between a process and uroced (memif has none of its own): what both
+// ends count PFC pause quanta at, so an XOFF pauses the process as long as uroced expects.
+constexpr uint64_t kRealTimeLineRateBps = 100'000'000'000;
 inline uint64_t pfc_quanta_ns(uint16_t quanta, uint64_t rate_bps) {
   return rate_bps == 0 ? 0 : uint64_t{quanta} * 512 * 1'000'000'000 / rate_bps;
 }

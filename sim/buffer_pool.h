@@ -16,19 +16,12 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/port_queue.h"
 #include "transport/packet_io.h"
 
 namespace uroce::sim {
 
-// Switch-internal bookkeeping of a buffered frame: where it came in and at which priority it is counted.
-struct FrameMeta {
-  uint16_t in_port = 0;
-  uint8_t prio = 0;
-  bool lossless = false;      // counted against its ingress port's PFC/credit accounting
-  bool roce_request = false;  // gets an INT hop at egress
-  bool ect = false;           // ECN-capable (ECT(0) or ECT(1)): may be marked CE
-  bool classified = false;    // the fields above are set
-};
+using fabric::FrameMeta;
 
 class BufferPool {
  public:

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "sim/buffer_pool.h"
-#include "sim/ring.h"
+#include "fabric/ring.h"
 
 namespace uroce::sim {
 
@@ -54,7 +54,7 @@ class FifoQueue : public EgressQueue {
 
  private:
   uint64_t limit_bytes_;
-  Ring<SimFrame> ring_;
+  fabric::Ring<SimFrame> ring_;
   size_t bytes_ = 0;
 };
 

@@ -1,25 +1,19 @@
-// The egress queue of the switch model, also used for a host NIC's uplink when the fabric has flow
-// control (a paused host link must stop sending too).
+// The switch model's egress queue (fabric/port_queue.h) as a link's queue in virtual time: a switch port's,
+// and a host NIC's uplink when the fabric has flow control (a paused host link must stop sending too).
 //
-// Eight priority FIFOs served in strict priority (7 first), plus a control FIFO (PFC frames) served
-// before all of them and never paused or credit-limited. A priority is not eligible while it is paused
-// by a received PFC frame or, with credit flow control, while the credits for its VL do not cover the
-// head frame (credits in 64-byte blocks, returned by the receiver as its buffer drains). The queue admits
-// every frame it is offered: admission (shared buffer, thresholds, headroom) is the switch's decision,
-// made before Link::send.
-//
-// At dequeue it stamps an IntHop on RoCE request packets (when INT is on) and tells its owner (the switch)
-// that the frame has left the buffer, so the switch can release buffer accounting, send XON, and return
-// credits upstream.
+// This adapter keeps the queue's time: the end of a pause and the arrival of returned credits are events
+// on the simulator's queue, and whenever a frame may leave again it kicks the link. At dequeue it tells its
+// owner (the switch) that a data frame has left the buffer, so the switch can release buffer accounting,
+// send XON, mark ECN and return credits upstream.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
 #include "fabric/fabric.h"
+#include "fabric/port_queue.h"
 #include "sim/egress_queue.h"
 #include "sim/event_queue.h"
-#include "sim/ring.h"
 
 namespace uroce::sim {
 
@@ -27,20 +21,14 @@ class Link;
 
 class QueueOwner {
  public:
-  // `f` has been dequeued for transmission on port `port` (the owner's numbering) at `now`.
-  virtual void on_leave(uint32_t port, const SimFrame& f, uint64_t now) = 0;
+  // Data frame `q` has been dequeued for transmission on port `port` (the owner's numbering) at `now`.
+  virtual void on_leave(uint32_t port, fabric::Queued* q, uint64_t now) = 0;
 
  protected:
   ~QueueOwner() = default;
 };
 
-struct QueueStats {
-  uint64_t pause_rx = 0;      // PFC frames received that paused or resumed this queue
-  uint64_t paused_ns = 0;     // summed over priorities, of time a priority was paused with frames waiting
-  uint64_t credit_stall = 0;  // dequeue attempts blocked by missing credits
-  uint64_t int_stamped = 0;
-  uint64_t max_bytes = 0;  // deepest the data queues got
-};
+using fabric::QueueStats;
 
 class FabricQueue final : public EgressQueue, public EventTarget {
  public:
@@ -51,54 +39,38 @@ class FabricQueue final : public EgressQueue, public EventTarget {
   ~FabricQueue() override;
 
   void bind(Link& link, EventQueue& events) override;
+  // Takes the frame with the switch's FrameMeta from its buffer's side band (BufferPool::meta).
   bool enqueue(const SimFrame& f, uint64_t now) override;
   bool dequeue(SimFrame* f, uint64_t now) override;
-  size_t frames() const override { return frames_; }
-  size_t bytes() const override { return bytes_; }
+  size_t frames() const override { return q_.data_frames(); }
+  size_t bytes() const override { return q_.bytes(); }
 
-  size_t prio_bytes(uint8_t prio) const { return prio_bytes_[prio]; }
+  size_t prio_bytes(uint8_t prio) const { return q_.prio_bytes(prio); }
   // Sends a MAC control frame ahead of all data (takes over the reference).
   void send_control(const SimFrame& f, uint64_t now);
   // Applies a received PFC frame: each enabled priority pauses for its quanta (0: resumes now).
   void apply_pfc(const fabric::PfcFrame& p, uint64_t now);
-  bool paused(uint8_t prio, uint64_t now) const { return pause_until_[prio] > now; }
-  // Called with every PFC frame apply_pfc() takes: pause is true when it pauses some priority (quanta > 0),
-  // false when it only resumes.
-  void set_pfc_trace(std::function<void(uint64_t now, bool pause)> f) { pfc_trace_ = std::move(f); }
+  bool paused(uint8_t prio, uint64_t now) const { return q_.paused(prio, now); }
+  void set_pfc_trace(std::function<void(uint64_t now, bool pause)> f) { q_.set_pfc_trace(std::move(f)); }
   // Credits returned by the receiver arrive at `at` (>= now).
   void return_credits(uint8_t vl, uint32_t blocks, uint64_t at);
-  uint32_t credits(uint8_t vl) const { return credits_[vl]; }
-  uint32_t credit_limit() const { return credit_limit_; }
-  uint64_t tx_bytes() const { return tx_bytes_; }
-  const QueueStats& stats() const { return stats_; }
-  uint64_t rate_bps() const;
+  uint32_t credits(uint8_t vl) const { return q_.credits(vl); }
+  uint32_t credit_limit() const { return q_.credit_limit(); }
+  uint64_t tx_bytes() const { return q_.tx_bytes(); }
+  const QueueStats& stats() const { return q_.stats(); }
+  uint64_t rate_bps() const { return q_.rate_bps(); }
+  fabric::PortQueue& core() { return q_; }
 
   void on_event(const Event& ev) override;
 
  private:
   enum Kind : uint32_t { kPauseEnd = 1, kCredit = 2 };
-  bool eligible(uint8_t prio, uint64_t now);
-  void stamp_int(PktBuf* b, uint64_t now);
-  void account_pause(uint8_t prio, uint64_t now);
 
   QueueOwner* owner_;
   uint32_t port_;
-  bool int_enabled_;
-  uint8_t credit_mask_;
-  uint32_t credit_limit_;  // blocks per VL; 0: no credit flow control
   Link* link_ = nullptr;
   EventQueue* events_ = nullptr;
-  Ring<SimFrame> ctrl_;
-  Ring<SimFrame> q_[fabric::kPriorities];
-  size_t prio_bytes_[fabric::kPriorities] = {};
-  uint64_t pause_until_[fabric::kPriorities] = {};
-  uint64_t pause_since_[fabric::kPriorities] =
-      {};  // start of the current paused interval (kNever: not paused)
-  uint32_t credits_[fabric::kPriorities] = {};
-  size_t frames_ = 0, bytes_ = 0;
-  uint64_t tx_bytes_ = 0;
-  QueueStats stats_;
-  std::function<void(uint64_t, bool)> pfc_trace_;
+  fabric::PortQueue q_;
 };
 
 }  // namespace uroce::sim

@@ -17,7 +17,7 @@
 #include "sim/counters.h"
 #include "sim/egress_queue.h"
 #include "sim/event_queue.h"
-#include "sim/rng.h"
+#include "fabric/rng.h"
 
 namespace uroce::sim {
 
@@ -73,7 +73,7 @@ class Link final : public EventTarget {
   EventQueue& events_;
   LinkConfig cfg_;
   FrameSink& sink_;
-  SimRng rng_;
+  fabric::Rng rng_;
   std::unique_ptr<EgressQueue> queue_;
   LinkCounters counters_;
   bool busy_ = false;   // a frame is being serialized (its kTxDone event is pending)

@@ -4,6 +4,8 @@
 
 namespace uroce::sim {
 
+using fabric::splitmix64;
+
 const char* run_status_name(RunStatus s) {
   switch (s) {
     case RunStatus::kDone:

@@ -21,7 +21,7 @@
 
 #include "sim/event_queue.h"
 #include "sim/link.h"
-#include "sim/rng.h"
+#include "fabric/rng.h"
 #include "sim/sim_port.h"
 #include "sim/sim_switch.h"
 #include "transport/clock.h"
@@ -59,7 +59,7 @@ class SimNetwork {
   ManualClock& clock() { return clock_; }
   uint64_t now_ns() const { return clock_.now_ns(); }
   // A stream for nodes and tests, independent of the links' streams.
-  SimRng& rng() { return rng_; }
+  fabric::Rng& rng() { return rng_; }
   EventQueue& events() { return events_; }
 
   SimPort& add_port(const PortConfig& cfg = {});
@@ -129,7 +129,7 @@ class SimNetwork {
 
   uint64_t seed_;
   ManualClock clock_;
-  SimRng rng_;
+  fabric::Rng rng_;
   uint32_t spin_limit_ = kDefaultSpinLimit;
   bool cached_deadlines_ = false;
   uint64_t rounds_ = 0;

@@ -16,7 +16,7 @@
 #include "sim/buffer_pool.h"
 #include "sim/counters.h"
 #include "sim/link.h"
-#include "sim/ring.h"
+#include "fabric/ring.h"
 #include "transport/packet_io.h"
 
 namespace uroce::sim {
@@ -73,7 +73,7 @@ class SimPort final : public PacketIo, public FrameSink {
   PortConfig cfg_;
   uint32_t id_;
   BufferPool pool_;
-  Ring<PktBuf*> rx_;  // arrived frames not yet taken by rx_burst; each holds one reference
+  fabric::Ring<PktBuf*> rx_;  // arrived frames not yet taken by rx_burst; each holds one reference
   Link* uplink_ = nullptr;
   bool tx_blocked_ = false;
   PortCounters counters_;

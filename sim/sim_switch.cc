@@ -11,16 +11,20 @@ constexpr uint64_t kGroupBit = uint64_t{1} << 40;  // I/G bit: lowest bit of the
 }  // namespace
 
 SimSwitch::SimSwitch(const SwitchConfig& cfg, uint32_t id, uint64_t seed)
-    : cfg_(cfg), id_(id), pool_(cfg.buffer_frames, cfg.max_frame), rng_(seed) {}
+    : cfg_(cfg), id_(id), pool_(cfg.buffer_frames, cfg.max_frame), core_(cfg.fabric, *this, seed) {
+  core_.set_id(id);
+}
 
 uint32_t SimSwitch::add_port(uint64_t mac) {
   const auto port = static_cast<uint32_t>(egress_.size());
   ingress_.push_back(std::make_unique<Ingress>(this, port));
   egress_.push_back(nullptr);
   feeder_.push_back(nullptr);
-  ing_.emplace_back();
-  port_cnt_.emplace_back();
-  if (mac != 0) table_[mac] = port;
+  core_.add_port();
+  if (mac != 0) {
+    table_[mac] = port;
+    core_.add_static_mac(mac, port);
+  }
   return port;
 }
 

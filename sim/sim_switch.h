@@ -11,7 +11,8 @@
 // Buffers: arriving frames are copied into the switch's own pool (its packet memory); flooded copies share
 // that buffer by reference. An arrival with the pool empty is dropped (no_buffer).
 //
-// With SwitchConfig::fabric.enabled the switch is the fabric model of docs/fabric.md instead
+// With SwitchConfig::fabric.enabled the switch is the fabric model of docs/fabric.md instead: the switch
+// model of fabric/switch.h (the same code uroced runs in real time) driven in virtual time
 // (switch_fabric.cc): routes with ECMP groups, a shared buffer with per-queue thresholds, RED ECN marking,
 // PFC or credit-based flow control, INT stamping, and per-port counters. Multi-switch fabrics must be
 // loop-free for flooded frames (the transport sends none: it resolves MACs itself).
@@ -23,13 +24,13 @@
 #include <vector>
 
 #include "fabric/fabric.h"
+#include "fabric/switch.h"
 #include "sim/buffer_pool.h"
 #include "sim/counters.h"
 #include "sim/egress_queue.h"
 #include "sim/event_queue.h"
 #include "sim/fabric_queue.h"
 #include "sim/link.h"
-#include "sim/rng.h"
 #include "transport/wire/address.h"
 
 namespace uroce::sim {
@@ -42,20 +43,10 @@ struct SwitchConfig {
   fabric::FabricConfig fabric;  // enabled: the fabric model (egress_queue is then ignored)
 };
 
-// Per switch port, fabric model only. Drops are counted at the egress port the frame was headed for.
-#define UROCE_SIM_SWITCH_PORT_COUNTERS(X)                                              \
-  X(rx_frames)      /* arrived on this port (PFC frames included) */                   \
-  X(ecn_marked)     /* CE set on a frame queued here */                                \
-  X(drop_buffer)    /* shared buffer full */                                           \
-  X(drop_threshold) /* lossy queue above its dynamic threshold or port limit */        \
-  X(drop_headroom)  /* lossless frame beyond XOFF + headroom of its ingress */         \
-  X(drop_credit)    /* arrived without credit: a sender overran (never, if correct) */ \
-  X(pfc_xoff_sent)  /* PFC frames pausing the device on this port (refreshes incl.) */ \
-  X(pfc_xon_sent)                                                                      \
-  X(pfc_rx) /* PFC frames received on this port */
-UROCE_SIM_COUNTER_SET(SwitchPortCounters, UROCE_SIM_SWITCH_PORT_COUNTERS);
+// Per switch port, fabric model only (fabric/switch.h).
+using fabric::SwitchPortCounters;
 
-class SimSwitch final : public QueueOwner, public EventTarget {
+class SimSwitch final : public QueueOwner, public EventTarget, private fabric::SwitchDriver {
  public:
   SimSwitch(const SwitchConfig& cfg, uint32_t id, uint64_t seed = 0);
   SimSwitch(const SimSwitch&) = delete;
@@ -66,33 +57,27 @@ class SimSwitch final : public QueueOwner, public EventTarget {
   // The link from switch port `port` to the attached device.
   Link& egress(uint32_t port) { return *egress_[port]; }
   const BufferPool& pool() const { return pool_; }
-  const SwitchCounters& counters() const { return counters_; }
+  const SwitchCounters& counters() const { return cfg_.fabric.enabled ? core_.counters() : counters_; }
   const SwitchConfig& config() const { return cfg_; }
 
   // Fabric model.
   bool fabric() const { return cfg_.fabric.enabled; }
   // The egress queue of `port` (fabric model only).
   FabricQueue& fabric_queue(uint32_t port) { return static_cast<FabricQueue&>(egress_[port]->queue()); }
-  const SwitchPortCounters& port_counters(uint32_t port) const { return port_cnt_[port]; }
+  const SwitchPortCounters& port_counters(uint32_t port) const { return core_.port_counters(port); }
   // Frames to `mac` leave by one of `ports`, chosen by the flow hash (ECMP); replaces any earlier route.
-  void set_route(uint64_t mac, std::vector<uint32_t> ports) { routes_[mac] = std::move(ports); }
-  const std::vector<uint32_t>* route(uint64_t mac) const;
-  uint64_t buffer_used() const { return used_; }
-  uint64_t ingress_bytes(uint32_t port, uint8_t prio) const { return ing_[port].bytes[prio]; }
-  bool xoff(uint32_t port, uint8_t prio) const { return ing_[port].xoff[prio]; }
-  uint64_t port_mac(uint32_t port) const { return 0x02FE00000000ULL | uint64_t{id_} << 16 | port; }
+  void set_route(uint64_t mac, std::vector<uint32_t> ports) { core_.set_route(mac, std::move(ports)); }
+  const std::vector<uint32_t>* route(uint64_t mac) const { return core_.route(mac); }
+  uint64_t buffer_used() const { return core_.buffer_used(); }
+  uint64_t ingress_bytes(uint32_t port, uint8_t prio) const { return core_.ingress_bytes(port, prio); }
+  bool xoff(uint32_t port, uint8_t prio) const { return core_.xoff(port, prio); }
+  uint64_t port_mac(uint32_t port) const { return core_.port_mac(port); }
 
-  void on_leave(uint32_t port, const SimFrame& f, uint64_t now) override;
+  void on_leave(uint32_t port, fabric::Queued* q, uint64_t now) override;
   void on_event(const Event& ev) override;
 
  private:
   friend class SimNetwork;
-
-  struct IngressAcct {
-    uint64_t bytes[fabric::kPriorities] = {};
-    bool xoff[fabric::kPriorities] = {};
-    bool refresh_pending[fabric::kPriorities] = {};
-  };
 
   // The sink that the attached device's uplink delivers to.
   struct Ingress final : FrameSink {
@@ -109,8 +94,11 @@ class SimSwitch final : public QueueOwner, public EventTarget {
 
   void forward(uint32_t in, const SimFrame& f, uint64_t now);
   void forward_fabric(uint32_t in, const SimFrame& f, uint64_t now);  // switch_fabric.cc
-  bool admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t len);
-  void send_pfc(uint32_t port, uint8_t prio, bool xoff, uint64_t now);
+  // fabric::SwitchDriver: the model's egress queues, PFC frames, credits and refresh timers in virtual time.
+  fabric::PortQueue& queue(uint32_t port) override { return fabric_queue(port).core(); }
+  bool send_control(uint32_t port, const uint8_t* frame, uint16_t len, uint64_t now) override;
+  void return_credits(uint32_t port, uint8_t prio, uint32_t blocks, uint64_t now) override;
+  void wake(uint64_t at, uint32_t port, uint8_t prio) override;
   // The fabric model's queue for a new egress link, and the link that delivers into `port`.
   std::unique_ptr<EgressQueue> make_fabric_queue(uint32_t port);
   void set_feeder(uint32_t port, Link* l) { feeder_[port] = l; }
@@ -124,12 +112,8 @@ class SimSwitch final : public QueueOwner, public EventTarget {
   SwitchCounters counters_;
   // Fabric model.
   EventQueue* events_ = nullptr;
-  SimRng rng_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> routes_;
+  fabric::Switch core_;
   std::vector<Link*> feeder_;  // per port: the link delivering into it (credit return goes to its queue)
-  std::vector<IngressAcct> ing_;
-  std::vector<SwitchPortCounters> port_cnt_;
-  uint64_t used_ = 0;  // shared buffer bytes held
 };
 
 }  // namespace uroce::sim

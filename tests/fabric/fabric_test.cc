@@ -32,7 +32,7 @@ TEST(RedTest, ProbabilityAtKminMidpointKmaxAndAbove) {
 }
 
 TEST(RedTest, SeededDrawsMatchTheProbability) {
-  sim::SimRng a(7), b(7);
+  fabric::Rng a(7), b(7);
   int marks = 0;
   for (int i = 0; i < 100'000; ++i) {
     const bool m = a.chance(0.1);

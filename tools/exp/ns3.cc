@@ -14,7 +14,7 @@
 #include "cc/cc.h"
 #include "ns3_cdfs.h"  // generated: cmake/embed_cdfs.cmake
 #include "sim/fabric_queue.h"
-#include "sim/rng.h"
+#include "fabric/rng.h"
 #include "tools/exp/experiment.h"
 #include "tools/exp/text.h"
 
@@ -454,7 +454,7 @@ Cdf read_cdf(const std::string& path_or_name) {
 std::vector<FlowLine> generate_flows(const Cdf& cdf, const GenOptions& o) {
   if (o.hosts < 2) throw std::invalid_argument("traffic needs at least 2 hosts");
   if (!(o.load > 0 && o.load <= 1)) throw std::invalid_argument("load must be in (0, 1]");
-  sim::SimRng rng(o.seed);
+  fabric::Rng rng(o.seed);
   const double mean_gap_ns = cdf.mean() * 8 / (static_cast<double>(o.bandwidth_bps) * o.load) * 1e9;
   const uint64_t base = static_cast<uint64_t>(std::llround(o.start_s * 1e9));
   const uint64_t end = base + static_cast<uint64_t>(std::llround(o.seconds * 1e9));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tools/uroced/cm_track.h"
+#include "transport/wire/address.h"
 
 namespace uroce::uroced {
 
@@ -15,40 +16,44 @@ constexpr uint64_t kMaxFrameBytes = 4224;
 constexpr uint64_t kBurstWindowNs = 100'000;
 constexpr uint64_t kAgeScanNs = 1'000'000'000;
 
-bool is_group(const uint8_t* mac) { return mac[0] & 1; }
-
-size_t ring_capacity(const PortConfig& cfg) {
-  // Enough slots for a full buffer of minimum-size frames would be huge; a full buffer of 64-byte frames
-  // is bounded by the slot count instead (4096 slots, or more for big buffers of big frames).
-  size_t want = std::max<size_t>(4096, cfg.buffer_bytes / 1024);
-  size_t cap = 1;
-  while (cap < want) cap <<= 1;
-  return cap;
+// The model's switch-wide knobs as uroced runs it: no shared-buffer limit (each port has its own buffer),
+// no dynamic threshold, PFC on the priorities a port's PortConfig makes lossless.
+fabric::FabricConfig realtime_fabric() {
+  fabric::FabricConfig fc;
+  fc.enabled = true;
+  fc.buffer_bytes = uint64_t{1} << 40;
+  fc.dt_alpha = 0;
+  fc.flow_control = fabric::FlowControl::kPfc;
+  fc.lossless_mask = 0xFF;
+  return fc;
 }
 
 }  // namespace
+
+Switch::Switch(uint64_t seed) : core_(realtime_fabric(), *this, seed), seed_(seed) {
+  core_.set_learning(true, kLearnAgeNs);
+  core_.set_flooding(true);
+}
 
 Switch::~Switch() {
   for (size_t i = 0; i < ports_.size(); ++i)
     if (ports_[i].io) remove_port(static_cast<int>(i));
 }
 
-uint64_t Switch::key(const uint8_t* mac) {
-  uint64_t k = 0;
-  for (int i = 0; i < 6; ++i) k = k << 8 | mac[i];
-  return k;
-}
-
 int Switch::add_port(PacketIo* io, std::string name, const PortConfig& cfg, uint64_t now_ns) {
   size_t id = 0;
   while (id < ports_.size() && ports_[id].io) ++id;
-  if (id == ports_.size()) ports_.emplace_back();
+  if (id == ports_.size()) {
+    ports_.emplace_back();
+    core_.add_port();
+  }
   Port& p = ports_[id];
   p = Port{};
   p.io = io;
   p.name = std::move(name);
-  p.red = Red(seed_ * 0x9E3779B97F4A7C15ULL + id + 1);
-  p.loss = Loss((seed_ ^ 0x6C6F7373ULL) * 0xBF58476D1CE4E5B9ULL + id + 1);  // a stream apart from RED's
+  p.q = std::make_unique<fabric::PortQueue>(false, 0, 0);
+  p.q->set_rate_bps(fabric::kRealTimeLineRateBps);
+  p.loss = Loss((seed_ ^ 0x6C6F7373ULL) * 0xBF58476D1CE4E5B9ULL + id + 1);
   configure_port(static_cast<int>(id), cfg, now_ns);
   return static_cast<int>(id);
 }
@@ -59,96 +64,132 @@ void Switch::configure_port(int id, const PortConfig& cfg, uint64_t now_ns) {
   if (p.cfg.rate_bps && !p.cfg.burst_bytes)
     p.cfg.burst_bytes = std::max(2 * kMaxFrameBytes, p.cfg.rate_bps / 8 * kBurstWindowNs / 1'000'000'000);
   p.bucket.configure(p.cfg.rate_bps, p.cfg.burst_bytes, now_ns);
-  p.red.configure(p.cfg.red);
   p.loss.configure(p.cfg.loss);
-  const size_t cap = ring_capacity(p.cfg);
-  if (cap > p.ring.size()) {
-    std::vector<Entry> ring(cap);
-    for (size_t i = 0; i < p.count; ++i) ring[i] = p.ring[(p.head + i) & (p.ring.size() - 1)];
-    p.ring = std::move(ring);
-    p.head = 0;
-  }
+  apply_params(id);
 }
 
-void Switch::add_static_mac(const Mac& mac, int id) { macs_[key(mac.data())] = {id, true, 0}; }
+// A port's knobs as the model's: ECN profile and where it marks, the lossy buffer, and the PFC thresholds
+// of a lossless port (headroom: what one burst read past XOFF may add before reading stops).
+void Switch::apply_params(int id) {
+  const PortConfig& c = ports_[id].cfg;
+  fabric::PortParams pp;
+  pp.ecn.enabled = c.red.enabled;
+  pp.ecn.kmin_bytes = static_cast<uint32_t>(std::min<uint64_t>(c.red.kmin, UINT32_MAX));
+  pp.ecn.kmax_bytes = static_cast<uint32_t>(std::min<uint64_t>(c.red.kmax, UINT32_MAX));
+  pp.ecn.pmax = c.red.pmax;
+  pp.ecn_at = c.ecn_at;
+  pp.limit_bytes = c.buffer_bytes;
+  pp.lossless_mask = c.pause_bytes != 0 ? 0xFF : 0;
+  const uint64_t pause = std::min<uint64_t>(c.pause_bytes, UINT32_MAX / 4);
+  pp.pfc_xoff_bytes = static_cast<uint32_t>(pause / 2);
+  pp.pfc_xon_bytes = static_cast<uint32_t>(pause / 4);
+  pp.pfc_headroom_bytes = static_cast<uint32_t>(pause - pause / 2 + kBurst * kMaxFrameBytes);
+  core_.set_port_params(static_cast<uint32_t>(id), pp);
+}
 
-void Switch::free_to_origin(const Entry& e) {
-  PktBuf* b = e.buf;
-  ports_[e.origin].c.held_bytes -= b->len;
-  ports_[e.origin].io->free_burst(&b, 1);
+void Switch::add_static_mac(const Mac& mac, int id) {
+  core_.add_static_mac(wire::mac_to_u64(mac.data()), static_cast<uint32_t>(id));
+}
+
+const PortCounters& Switch::counters(int id) const {
+  const Port& p = ports_[id];
+  const fabric::SwitchPortCounters& m = core_.port_counters(static_cast<uint32_t>(id));
+  p.c.ecn_marked = m.ecn_marked;
+  p.c.ecn_not_ect = core_.ecn_tally(static_cast<uint32_t>(id)).not_ect;
+  p.c.ecn_already_ce = core_.ecn_tally(static_cast<uint32_t>(id)).already_ce;
+  p.c.pfc_xoff_sent = m.pfc_xoff_sent;
+  p.c.pfc_xon_sent = m.pfc_xon_sent;
+  p.c.pfc_rx = m.pfc_rx;
+  p.c.held_bytes = core_.ingress_bytes(static_cast<uint32_t>(id));
+  uint64_t staged = 0;
+  for (uint16_t i = 0; i < p.staged_n; ++i) staged += p.staged[i].buf->len;
+  p.c.queue_frames = p.q ? p.q->data_frames() + p.staged_n : 0;
+  p.c.queue_bytes = p.q ? p.q->bytes() + staged : 0;
+  return p.c;
+}
+
+void Switch::free_to_origin(const fabric::Queued& q) {
+  PktBuf* b = q.buf;
+  ports_[q.tag].io->free_burst(&b, 1);
 }
 
 void Switch::remove_port(int id) {
   Port& gone = ports_[id];
-  // Frames queued to the port go back to their pools first...
-  for (size_t i = 0; i < gone.count; ++i) free_to_origin(gone.ring[(gone.head + i) & (gone.ring.size() - 1)]);
-  gone.head = gone.count = 0;
-  // ...then frames the port received that wait at other ports (kept in order, the others compacted).
-  for (Port& p : ports_) {
-    if (!p.io || p.count == 0) continue;
-    const size_t mask = p.ring.size() - 1;
-    size_t kept = 0;
-    for (size_t i = 0; i < p.count; ++i) {
-      const Entry e = p.ring[(p.head + i) & mask];
-      if (e.origin == id) {
-        p.c.queue_bytes -= e.buf->len;
-        p.c.queue_frames--;
-        free_to_origin(e);
-      } else {
-        p.ring[(p.head + kept++) & mask] = e;
-      }
+  const uint64_t now = last_now_ns_;
+  auto discard = [&](const fabric::Queued& q) {
+    if (!q.meta.control) core_.discarded(q, now);
+    free_to_origin(q);
+  };
+  // Frames the port received that wait at other ports go back to it first (the rest kept in order): their
+  // release may queue an XON to this port, which the next step frees too.
+  for (size_t o = 0; o < ports_.size(); ++o) {
+    Port& p = ports_[o];
+    if (!p.io || static_cast<int>(o) == id) continue;
+    p.q->remove_if([id](const fabric::Queued& q) { return static_cast<int>(q.tag) == id; }, discard);
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < p.staged_n; ++i) {
+      if (static_cast<int>(p.staged[i].tag) == id)
+        discard(p.staged[i]);
+      else
+        p.staged[kept++] = p.staged[i];
     }
-    p.count = kept;
+    p.staged_n = kept;
   }
-  for (auto it = macs_.begin(); it != macs_.end();) it = it->second.port == id ? macs_.erase(it) : ++it;
+  // ...then every frame queued to the port, whatever its origin.
+  for (uint16_t i = 0; i < gone.staged_n; ++i) discard(gone.staged[i]);
+  gone.staged_n = 0;
+  gone.q->clear(discard);
+  core_.reset_port(static_cast<uint32_t>(id));
+  std::erase_if(wakes_, [id](const Wake& w) { return static_cast<int>(w.port) == id; });
   gone = Port{};
-  if (default_port_ == id) default_port_ = -1;
 }
 
 bool Switch::has_queued() const {
   for (const Port& p : ports_)
-    if (p.count) return true;
+    if (p.io && (p.staged_n || p.q->frames())) return true;
   return false;
 }
 
-void Switch::enqueue(int out, PktBuf* b, int origin) {
-  Port& p = ports_[out];
-  ports_[origin].c.held_bytes += b->len;  // free_to_origin() or drain() gives it back
-  if (p.loss.drop()) {
-    p.c.drop_loss++;
-    free_to_origin({b, origin});
-    return;
+bool Switch::send_control(uint32_t port, const uint8_t* frame, uint16_t len, uint64_t /*now*/) {
+  Port& p = ports_[port];
+  // A uroce process does not act on PFC frames yet: it would count each as a foreign frame. Its ingress
+  // is held back by not being read instead (poll()); the model keeps its XOFF state without a frame.
+  if (!p.cfg.pfc_frames) return false;
+  PktBuf* b = nullptr;
+  if (p.io == nullptr || p.io->alloc_burst(&b, 1) != 1) return false;
+  if (b->cap < len) {
+    p.io->free_burst(&b, 1);
+    return false;
   }
-  const uint64_t depth = p.c.queue_bytes;
-  if (depth + b->len > p.cfg.buffer_bytes || p.count == p.ring.size()) {
-    p.c.drop_queue_full++;
-    free_to_origin({b, origin});
-    return;
-  }
-  if (p.red.select(depth)) {
-    switch (mark_ce(b->data, b->len)) {
-      case EcnResult::kMarked:
-        p.c.ecn_marked++;
-        break;
-      case EcnResult::kAlreadyCe:
-        p.c.ecn_already_ce++;
-        break;
-      case EcnResult::kNotEct:
-      case EcnResult::kNotIp:
-        p.c.ecn_not_ect++;
-        break;
-    }
-  }
-  p.ring[(p.head + p.count) & (p.ring.size() - 1)] = {b, origin};
-  p.count++;
-  p.c.queue_frames++;
-  p.c.queue_bytes += b->len;
-  p.c.queue_max_bytes = std::max(p.c.queue_max_bytes, p.c.queue_bytes);
+  std::memcpy(b->data, frame, len);
+  b->len = len;
+  p.q->push_control(fabric::Queued{b, port, {}});
+  return true;
 }
 
-void Switch::flood(PktBuf* b, int in) {
+void Switch::enqueue(int out, PktBuf* b, const fabric::FrameMeta& m, uint64_t now_ns, bool flood_copy) {
+  Port& p = ports_[out];
+  const auto o = static_cast<uint32_t>(out);
+  if (p.loss.drop()) {
+    p.c.drop_loss++;
+    free_to_origin({b, m.in_port, m});
+    return;
+  }
+  if (!core_.admit(m.in_port, o, m, b->len, now_ns)) {
+    p.c.drop_queue_full++;
+    free_to_origin({b, m.in_port, m});
+    return;
+  }
+  fabric::Queued q{b, m.in_port, m};
+  core_.enqueue(o, &q, now_ns, flood_copy);
+  p.q->push(q);
+  p.c.queue_max_bytes = std::max<uint64_t>(p.c.queue_max_bytes, p.q->bytes());
+}
+
+void Switch::flood(PktBuf* b, int in, const fabric::FrameMeta& m, uint64_t now_ns) {
   Port& src = ports_[in];
   src.c.flooded++;
+  core_.count_flood();
   int last = -1;
   for (size_t o = 0; o < ports_.size(); ++o) {
     if (!ports_[o].io || static_cast<int>(o) == in) continue;
@@ -165,12 +206,12 @@ void Switch::flood(PktBuf* b, int in) {
       }
       std::memcpy(copy->data, b->data, b->len);
       copy->len = b->len;
-      enqueue(last, copy, in);
+      enqueue(last, copy, m, now_ns, true);
     }
     last = static_cast<int>(o);
   }
   if (last >= 0) {
-    enqueue(last, b, in);
+    enqueue(last, b, m, now_ns, true);
   } else {
     src.io->free_burst(&b, 1);
   }
@@ -180,51 +221,36 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
   Port& src = ports_[in];
   src.c.rx_frames++;
   src.c.rx_bytes += b->len;
-  if (b->len < kEthHeader) {
-    src.c.drop_filtered++;
-    src.io->free_burst(&b, 1);
-    return;
-  }
-  if (gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
-  const uint8_t* dst = b->data;
-  const uint8_t* smac = b->data + 6;
-  if (!is_group(smac)) {
-    auto [it, fresh] = macs_.try_emplace(key(smac), MacEntry{in, false, now_ns});
-    if (!fresh && !it->second.is_static) {
-      it->second.port = in;
-      it->second.seen_ns = now_ns;
-    }
-  }
-  if (is_group(dst)) {
-    flood(b, in);
-    return;
-  }
-  const auto it = macs_.find(key(dst));
-  if (it == macs_.end()) {
-    if (default_port_ >= 0 && default_port_ != in) {
-      src.c.unknown_to_uplink++;
-      enqueue(default_port_, b, in);
+  if (b->len >= kEthHeader && gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
+  const fabric::Switch::Verdict v = core_.ingress(static_cast<uint32_t>(in), b->data, b->len, now_ns);
+  using Kind = fabric::Switch::Verdict::Kind;
+  switch (v.kind) {
+    case Kind::kPfc: {
+      bool resumed;
+      src.q->apply_pfc(v.pfc, now_ns, &resumed);  // the next drain looks at the pause again
+      src.io->free_burst(&b, 1);
       return;
     }
-    src.c.drop_unknown++;
-    src.io->free_burst(&b, 1);
-    return;
+    case Kind::kDropped:
+      (v.unknown ? src.c.drop_unknown : src.c.drop_filtered)++;
+      src.io->free_burst(&b, 1);
+      return;
+    case Kind::kFlood:
+      flood(b, in, v.meta, now_ns);
+      return;
+    case Kind::kForward:
+      if (v.to_default) src.c.unknown_to_uplink++;
+      enqueue(static_cast<int>(v.out), b, v.meta, now_ns);
+      return;
   }
-  if (it->second.port == in) {
-    src.c.drop_filtered++;
-    src.io->free_burst(&b, 1);
-    return;
-  }
-  enqueue(it->second.port, b, in);
 }
 
 bool Switch::inject(const uint8_t* frame, uint16_t len) {
   if (len < kEthHeader) return false;
-  const auto it = macs_.find(key(frame));
-  const int out = it != macs_.end() ? it->second.port : default_port_;
+  const int out = core_.lookup(wire::mac_to_u64(frame));
   if (!valid(out)) return false;
   // The buffer comes from the egress port's own pool and counts as that port's (freed to it, whatever
-  // becomes of the frame).
+  // becomes of the frame); a frame the daemon makes is never held against anyone's PFC accounting.
   PktBuf* b = nullptr;
   if (ports_[out].io->alloc_burst(&b, 1) != 1) return false;
   if (b->cap < len) {
@@ -233,69 +259,94 @@ bool Switch::inject(const uint8_t* frame, uint16_t len) {
   }
   std::memcpy(b->data, frame, len);
   b->len = len;
-  enqueue(out, b, out);
+  fabric::FrameMeta m = core_.meta_of(static_cast<uint32_t>(out), frame, len);
+  m.lossless = false;
+  enqueue(out, b, m, last_now_ns_);
   return true;
 }
 
 // A head frame that waits for tokens (not for backpressure) sets the time the loop must look again.
 void Switch::note_token_wait(const Port& p, uint64_t now_ns) {
-  if (p.count == 0 || p.bucket.unlimited()) return;
-  const uint16_t len = p.ring[p.head].buf->len;
+  if (p.bucket.unlimited()) return;
+  uint32_t len = 0;
+  if (p.staged_n) {
+    len = p.staged[0].buf->len;
+  } else if (const fabric::Queued* h = p.q->peek(now_ns)) {
+    len = h->buf->len;
+  } else {
+    return;
+  }
   if (!p.bucket.allows(len)) next_ready_ns_ = std::min(next_ready_ns_, p.bucket.ready_at(len, now_ns));
 }
 
 uint32_t Switch::drain(int id, uint64_t now_ns) {
   Port& p = ports_[id];
-  if (p.count == 0) return 0;
+  if (p.staged_n == 0 && p.q->frames() == 0) return 0;
   p.bucket.refill(now_ns);
-  const size_t mask = p.ring.size() - 1;
-  PktBuf* burst[kBurst];
+  // What the bucket allows: first the frames already dequeued, then more from the queue (each marked and
+  // counted as it leaves the queue).
   uint16_t n = 0;
   uint64_t bytes = 0;
-  while (n < kBurst && n < p.count) {
-    PktBuf* b = p.ring[(p.head + n) & mask].buf;
-    if (!p.bucket.allows(static_cast<uint32_t>(bytes + b->len))) break;
-    burst[n++] = b;
-    bytes += b->len;
+  while (n < p.staged_n && p.bucket.allows(static_cast<uint32_t>(bytes + p.staged[n].buf->len)))
+    bytes += p.staged[n++].buf->len;
+  while (n == p.staged_n && n < kBurst) {
+    const fabric::Queued* h = p.q->peek(now_ns);
+    if (h == nullptr || !p.bucket.allows(static_cast<uint32_t>(bytes + h->buf->len))) break;
+    fabric::Queued q;
+    p.q->pop(now_ns, &q);
+    if (!q.meta.control) core_.departing(static_cast<uint32_t>(id), &q);
+    p.staged[p.staged_n++] = q;
+    bytes += q.buf->len;
+    ++n;
   }
   if (n == 0) {
     note_token_wait(p, now_ns);
     return 0;
   }
   // Lengths are read before tx_burst: a transmitted buffer belongs to the port (and may be back in its pool).
+  PktBuf* burst[kBurst];
   uint16_t lens[kBurst];
-  for (uint16_t i = 0; i < n; ++i) lens[i] = burst[i]->len;
+  for (uint16_t i = 0; i < n; ++i) {
+    burst[i] = p.staged[i].buf;
+    lens[i] = p.staged[i].buf->len;
+  }
   const uint16_t sent = p.io->tx_burst(burst, n);
   uint64_t sent_bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
     sent_bytes += lens[i];
-    ports_[p.ring[(p.head + i) & mask].origin].c.held_bytes -= lens[i];
+    if (!p.staged[i].meta.control) core_.left(p.staged[i], now_ns);
   }
+  std::copy(p.staged + sent, p.staged + p.staged_n, p.staged);
+  p.staged_n = static_cast<uint16_t>(p.staged_n - sent);
   p.bucket.take(static_cast<uint32_t>(sent_bytes));
-  p.head = (p.head + sent) & mask;
-  p.count -= sent;
   p.c.tx_frames += sent;
   p.c.tx_bytes += sent_bytes;
-  p.c.queue_frames -= sent;
-  p.c.queue_bytes -= sent_bytes;
   note_token_wait(p, now_ns);
   return sent;
 }
 
-void Switch::age(uint64_t now_ns) {
-  if (now_ns < next_age_ns_) return;
-  next_age_ns_ = now_ns + kAgeScanNs;
-  for (auto it = macs_.begin(); it != macs_.end();)
-    it = !it->second.is_static && now_ns - it->second.seen_ns > kLearnAgeNs ? macs_.erase(it) : ++it;
+void Switch::run_wakes(uint64_t now_ns) {
+  for (size_t i = 0; i < wakes_.size();) {
+    if (wakes_[i].at > now_ns) {
+      next_ready_ns_ = std::min(next_ready_ns_, wakes_[i].at);
+      ++i;
+      continue;
+    }
+    const Wake w = wakes_[i];
+    wakes_[i] = wakes_.back();
+    wakes_.pop_back();
+    core_.on_refresh(w.port, w.prio, now_ns);  // may add a wake at the end, looked at next pass
+  }
 }
 
 uint32_t Switch::poll(uint64_t now_ns) {
+  last_now_ns_ = now_ns;
   uint32_t work = 0;
   PktBuf* bufs[kBurst];
   for (size_t i = 0; i < ports_.size(); ++i) {
     Port& p = ports_[i];
     if (!p.io) continue;
-    if (p.cfg.pause_bytes && p.c.held_bytes >= p.cfg.pause_bytes) {
+    if (p.cfg.pause_bytes && core_.ingress_bytes(static_cast<uint32_t>(i)) >= p.cfg.pause_bytes) {
       if (!p.paused) p.c.pauses++;
       p.paused = true;
       continue;
@@ -306,30 +357,34 @@ uint32_t Switch::poll(uint64_t now_ns) {
     work += n;
   }
   next_ready_ns_ = UINT64_MAX;
+  run_wakes(now_ns);
   for (size_t i = 0; i < ports_.size(); ++i)
     if (ports_[i].io) work += drain(static_cast<int>(i), now_ns);
-  age(now_ns);
+  if (now_ns >= next_age_ns_) {
+    next_age_ns_ = now_ns + kAgeScanNs;
+    core_.age(now_ns);
+  }
   return work;
 }
 
 std::string format_counters(const PortCounters& c, const PortConfig& cfg) {
-  char buf[768];
+  char buf[896];
   std::snprintf(buf, sizeof buf,
                 "rx_frames=%lu rx_bytes=%lu tx_frames=%lu tx_bytes=%lu drop_unknown=%lu drop_filtered=%lu "
                 "drop_queue_full=%lu drop_loss=%lu drop_flood_nobuf=%lu flooded=%lu unknown_to_uplink=%lu "
                 "ecn_marked=%lu "
                 "ecn_not_ect=%lu ecn_already_ce=%lu queue_bytes=%lu queue_frames=%lu queue_max_bytes=%lu "
-                "held_bytes=%lu pauses=%lu "
+                "held_bytes=%lu pauses=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu "
                 "rate_bps=%lu buffer_bytes=%lu pause_bytes=%lu loss=%g ecn=%s",
                 c.rx_frames, c.rx_bytes, c.tx_frames, c.tx_bytes, c.drop_unknown, c.drop_filtered,
                 c.drop_queue_full, c.drop_loss, c.drop_flood_nobuf, c.flooded, c.unknown_to_uplink,
                 c.ecn_marked, c.ecn_not_ect, c.ecn_already_ce, c.queue_bytes, c.queue_frames,
-                c.queue_max_bytes, c.held_bytes, c.pauses, cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes,
-                cfg.loss, cfg.red.enabled ? "on" : "off");
+                c.queue_max_bytes, c.held_bytes, c.pauses, c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx,
+                cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes, cfg.loss, cfg.red.enabled ? "on" : "off");
   std::string s = buf;
   if (cfg.red.enabled) {
-    std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g", cfg.red.kmin, cfg.red.kmax,
-                  cfg.red.pmax);
+    std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g ecn_at=%s", cfg.red.kmin,
+                  cfg.red.kmax, cfg.red.pmax, cfg.ecn_at == fabric::EcnAt::kEnqueue ? "enqueue" : "departure");
     s += buf;
   }
   return s;

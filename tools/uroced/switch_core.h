@@ -1,5 +1,6 @@
-// uroced's forwarding core: an Ethernet switch over PacketIo ports, with no DPDK in sight (unit tests give
-// it in-memory ports and virtual time; uroced gives it DpdkPorts).
+// uroced's forwarding core: the switch model of fabric/switch.h (the one the simulator runs in virtual time)
+// driven in real time over PacketIo ports, with no DPDK in sight (unit tests give it in-memory ports and
+// virtual time; uroced gives it DpdkPorts).
 //
 // Forwarding: by destination MAC. Static entries (a lease's MAC, installed when its port is added) and
 // entries learned from source MACs (aged out after kLearnAgeNs, never overriding a static one). Broadcast
@@ -7,27 +8,35 @@
 // Unknown unicast goes to the default port (the uplink) when there is one, else it is dropped and
 // counted on the ingress port; so is a frame addressed back to its own port.
 //
-// Egress: every port has one FIFO queue bounded in bytes (buffer_bytes, tail drop); an ingress port whose
-// frames hold more than pause_bytes of queues is not read until they drain (PFC-like backpressure). Random
-// loss drops a frame before it is queued; RED/ECN selects at enqueue on the instantaneous depth; the token
-// bucket paces dequeue. A port's PacketIo may refuse
-// frames (memif backpressure): they stay at the head of its queue.
+// Egress: every port has the model's eight-priority queue (fabric/port_queue.h). Random loss drops a frame
+// before admission; a lossy frame is tail-dropped beyond the port's buffer_bytes; RED/ECN marks on the
+// queue depth, at enqueue by default (ecn_at); the token bucket paces dequeue. A port's PacketIo may
+// refuse frames (memif backpressure): up to a burst of them waits, already dequeued, at the head of its
+// port (counted in its queue) until the port takes it.
 //
-// Buffers: a queued frame is owned by the switch and remembers its ingress port; remove_port() frees
-// every frame that came from the port being removed (wherever it is queued) and every frame queued to it,
-// so the port's buffers are all home before its PacketIo is destroyed.
+// Lossless ports (pause_bytes > 0): every priority of the frames a port sends is lossless. When they hold
+// pause_bytes / 2 of the switch's queues the model goes XOFF for that port (XON below pause_bytes / 4); with
+// PortConfig::pfc_frames it sends the port real 802.1Qbb PFC frames, refreshed at half their pause time.
+// A port is not read while its frames hold pause_bytes (counted as `pauses`), so nothing is dropped
+// whether or not its process obeys PFC. PFC frames a process sends pause that port's egress.
+//
+// Buffers: a queued frame is owned by the switch and remembers its ingress port (Queued::tag); remove_port()
+// frees every frame that came from the port being removed (wherever it is queued) and every frame queued
+// to it, so the port's buffers are all home before its PacketIo is destroyed.
 //
 // Threads: one thread calls everything (uroced's main loop). No allocation per frame except when a new
-// MAC is learned.
+// MAC is learned or a queue grows to a new high-water mark.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "fabric/switch.h"
 #include "tools/uroced/egress.h"
 #include "transport/packet_io.h"
 
@@ -41,11 +50,14 @@ struct PortConfig {
   uint64_t rate_bps = 0;     // 0: unlimited
   uint64_t burst_bytes = 0;  // 0: max(2 max frames, 100 us at the rate)
   uint64_t buffer_bytes = 1 << 20;
-  // Ingress backpressure, like a PFC XOFF threshold: the port is not read while frames it sent occupy more
-  // than this many bytes of egress queues (its process's memif ring then fills and its transmit waits, as
-  // on a lossless fabric). 0: never paused, so congestion shows as tail drops at the egress buffer.
+  // Lossless ingress (see above): PFC XOFF at half of this many bytes held, reading stops at all of it.
+  // 0: lossy, so congestion shows as tail drops at the egress buffer.
   uint64_t pause_bytes = 512 << 10;
   RedParams red;
+  fabric::EcnAt ecn_at = fabric::EcnAt::kEnqueue;
+  // Send the model's 802.1Qbb PFC frames to the port (off: the peer, a uroce process, does not obey them
+  // yet, and ingress backpressure alone keeps the port lossless).
+  bool pfc_frames = false;
   double loss = 0;  // probability that a frame offered to this port's egress is dropped (drop_loss)
 };
 
@@ -66,11 +78,13 @@ struct PortCounters {
   uint64_t queue_max_bytes = 0;                // high-water mark
   uint64_t held_bytes = 0;                     // ingress: bytes of this port's frames queued anywhere
   uint64_t pauses = 0;                         // ingress: times reading stopped at pause_bytes
+  uint64_t pfc_xoff_sent = 0, pfc_xon_sent = 0;  // PFC frames sent to the port's process
+  uint64_t pfc_rx = 0;                           // PFC frames the port's process sent (pausing its egress)
 };
 
-class Switch {
+class Switch final : private fabric::SwitchDriver {
  public:
-  explicit Switch(uint64_t seed = 1) : seed_(seed) {}
+  explicit Switch(uint64_t seed = 1);
   ~Switch();
   Switch(const Switch&) = delete;
   Switch& operator=(const Switch&) = delete;
@@ -83,7 +97,7 @@ class Switch {
   void configure_port(int id, const PortConfig& cfg, uint64_t now_ns);
   void add_static_mac(const Mac& mac, int id);
   // Unknown unicast goes to this port (the uplink) instead of being dropped; -1: none.
-  void set_default_port(int id) { default_port_ = id; }
+  void set_default_port(int id) { core_.set_default_port(id); }
   // Called with every received frame that is_gsi_frame() (cm_track.h) takes for a datagram to QP1, before
   // it is forwarded; the frame stays the switch's. Unset: no test at all.
   void set_gsi_tap(std::function<void(const uint8_t*, uint16_t)> tap) { gsi_tap_ = std::move(tap); }
@@ -94,56 +108,62 @@ class Switch {
   // One pass: rx a burst from every port, forward, then transmit what the queues and buckets allow.
   // Returns frames moved (received + transmitted); 0 means idle.
   uint32_t poll(uint64_t now_ns);
-  // The earliest time a queued frame that waits for tokens may leave (UINT64_MAX if none waits for tokens;
-  // frames refused by backpressure count as work for the next poll, not as a deadline).
+  // The earliest time a queued frame that waits for tokens may leave or a PFC refresh is due (UINT64_MAX if
+  // none; frames refused by backpressure count as work for the next poll, not as a deadline).
   uint64_t next_ready_ns() const { return next_ready_ns_; }
   bool has_queued() const;
 
   bool valid(int id) const { return id >= 0 && static_cast<size_t>(id) < ports_.size() && ports_[id].io; }
   const std::string& name(int id) const { return ports_[id].name; }
-  const PortCounters& counters(int id) const { return ports_[id].c; }
+  const PortCounters& counters(int id) const;
   const PortConfig& config(int id) const { return ports_[id].cfg; }
   size_t port_slots() const { return ports_.size(); }
-  size_t learned_macs() const { return macs_.size(); }
+  size_t learned_macs() const { return core_.mac_entries(); }
+  // The switch model itself (its per-port counters, PFC state, buffer accounting).
+  const fabric::Switch& model() const { return core_; }
 
  private:
-  struct Entry {
-    PktBuf* buf;
-    int origin;
-  };
   struct Port {
     PacketIo* io = nullptr;
     std::string name;
     PortConfig cfg;
     TokenBucket bucket;
-    Red red;
     Loss loss;
-    PortCounters c;
-    std::vector<Entry> ring;  // FIFO, power-of-two capacity
-    size_t head = 0, count = 0;
+    mutable PortCounters c;  // the driver's own counts; counters() fills in the model's
+    std::unique_ptr<fabric::PortQueue> q;
+    // Dequeued (ECN marked) but refused by the PacketIo so far: sent first, still held in the buffer.
+    fabric::Queued staged[kBurst];
+    uint16_t staged_n = 0;
     bool paused = false;
   };
-  struct MacEntry {
-    int port;
-    bool is_static;
-    uint64_t seen_ns;
+  struct Wake {
+    uint64_t at;
+    uint32_t port;
+    uint8_t prio;
   };
 
-  static uint64_t key(const uint8_t* mac);
+  // fabric::SwitchDriver.
+  fabric::PortQueue& queue(uint32_t port) override { return *ports_[port].q; }
+  bool send_control(uint32_t port, const uint8_t* frame, uint16_t len, uint64_t now) override;
+  void return_credits(uint32_t, uint8_t, uint32_t, uint64_t) override {}  // no credit flow control here
+  void wake(uint64_t at, uint32_t port, uint8_t prio) override { wakes_.push_back({at, port, prio}); }
+
   void forward(PktBuf* b, int in, uint64_t now_ns);
-  void flood(PktBuf* b, int in);
-  void enqueue(int out, PktBuf* b, int origin);
+  void flood(PktBuf* b, int in, const fabric::FrameMeta& m, uint64_t now_ns);
+  void enqueue(int out, PktBuf* b, const fabric::FrameMeta& m, uint64_t now_ns, bool flood_copy = false);
   uint32_t drain(int id, uint64_t now_ns);
   void note_token_wait(const Port& p, uint64_t now_ns);
-  void free_to_origin(const Entry& e);
-  void age(uint64_t now_ns);
+  void free_to_origin(const fabric::Queued& q);
+  void run_wakes(uint64_t now_ns);
+  void apply_params(int id);
 
-  uint64_t seed_;
+  fabric::Switch core_;
   std::vector<Port> ports_;
-  std::unordered_map<uint64_t, MacEntry> macs_;
+  std::vector<Wake> wakes_;
+  uint64_t seed_;
   uint64_t next_ready_ns_ = UINT64_MAX;
   uint64_t next_age_ns_ = 0;
-  int default_port_ = -1;
+  uint64_t last_now_ns_ = 0;
   std::function<void(const uint8_t*, uint16_t)> gsi_tap_;
 };
 

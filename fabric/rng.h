@@ -1,6 +1,7 @@
-// Deterministic random numbers for the simulator. One seed fixes a whole run: SimNetwork derives an
-// independent stream per link (and one for nodes) from it, so extra traffic on one link does not change
-// the loss pattern of another, and a failing test reproduces from the seed it prints.
+// Deterministic random numbers for the switch model and the simulator. One seed fixes a whole run:
+// SimNetwork derives an independent stream per link (and one for nodes) from it, so extra traffic on one link
+// does not change the loss pattern of another, and a failing test reproduces from the seed it prints; a
+// switch draws its ECN marks from a stream of its own, in virtual time and in uroced alike.
 #pragma once
 
 #include <cstdint>
@@ -8,15 +9,13 @@
 
 #include "fabric/hash.h"
 
-namespace uroce::sim {
-
-using fabric::splitmix64;  // turns (seed, stream index) into distinct, well-mixed generator seeds
+namespace uroce::fabric {
 
 // Draws are computed here instead of with std::*_distribution, whose output is library-specific: a seed
 // gives the same run with libstdc++ and libc++.
-class SimRng {
+class Rng {
  public:
-  explicit SimRng(uint64_t seed) : gen_(seed) {}
+  explicit Rng(uint64_t seed) : gen_(seed) {}
 
   uint64_t next() { return gen_(); }
 
@@ -35,4 +34,4 @@ class SimRng {
   std::mt19937_64 gen_;
 };
 
-}  // namespace uroce::sim
+}  // namespace uroce::fabric

@@ -1,4 +1,4 @@
-// A FIFO ring of trivially copyable items. It grows by doubling when full and never shrinks, so once a
+// A FIFO ring of trivially copyable items (a switch port's queues, the simulator's rings). It grows by doubling when full and never shrinks, so once a
 // simulation has warmed up push/pop never allocate.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace uroce::sim {
+namespace uroce::fabric {
 
 template <class T>
 class Ring {
@@ -39,4 +39,4 @@ class Ring {
   size_t tail_ = 0;
 };
 
-}  // namespace uroce::sim
+}  // namespace uroce::fabric
