@@ -21,7 +21,7 @@ bool EngineProbe::sample(EngineSample* out) {
       if (eps.empty()) return false;
       client_ = std::make_unique<tools::ControlClient>(eps.front());
     }
-    const nlohmann::ordered_json r = client_->request({{"cmd", "stats"}});
+    const nlohmann::ordered_json r = client_->request({{"cmd", "rates"}});
     if (!r.value("ok", false)) return false;
     EngineSample s;
     s.t_s = now_s();

@@ -1,6 +1,6 @@
 // Sampling a real-time experiment while it runs: the engines' per-QP and device counters through their
-// control sockets (the client of `uroce stats`, tools/observe/ctl_client.h) and uroced's port counters
-// through its control socket (the `stats` request of runtime/uroced_client.h).
+// control sockets (their `rates` request, through the client of `uroce stats`, tools/observe/ctl_client.h)
+// uroced's port counters through its control socket (the `stats` request of runtime/uroced_client.h).
 #pragma once
 
 #include <sys/types.h>
