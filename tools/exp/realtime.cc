@@ -109,25 +109,26 @@ const std::vector<Scenario>& scenarios() {
         {"burst", "64k"}},
        {{"rpg_max_rate", "port"},
         {"clamp_tgt_rate", "1"},
-        {"dce_tcp_rtt", "100"},
-        {"rpg_time_reset", "1000"},
+        {"dce_tcp_rtt", "300"},
+        {"rpg_time_reset", "2000"},
         {"rpg_byte_reset", "0"},
-        {"rpg_ai_rate", "1"},
-        {"rpg_hai_rate", "1"},
+        {"rpg_ai_rate", "0.5"},
         {"rate_reduce_monitor_period", "500"},
         {"min_time_between_cnps", "0"}},
        "the ConnectX defaults are built for 100 Gb/s links, where a marked flow gets a CNP every few "
-       "microseconds; at a few hundred Mb/s a flow's packets are ~100 us apart, alpha (dce_tcp_rtt 1 us) "
-       "decays to nothing between CNPs and the increase steps (timer every 300 us, byte counter every 32 "
-       "KiB, "
-       "5 and 50 Mb/s) restore the rate faster than the cuts take it: the queue stands at the pause "
-       "threshold "
-       "(docs/cc-results.md). rpg_max_rate=port starts a flow at the port rate (a NIC's line rate is its "
-       "link's); clamp_tgt_rate=1 lets a cut lower the target rate; dce_tcp_rtt=100 slows alpha's decay; "
-       "rpg_time_reset=1000, rpg_byte_reset=0, rpg_ai_rate=1 and rpg_hai_rate=1 make the increase ~1 Mb/s "
-       "per "
-       "ms per flow; rate_reduce_monitor_period=500 allows a cut per 0.5 ms; min_time_between_cnps=0 has the "
-       "receiver answer every marked packet (it handles them in bursts, and a 4 us gap dropped most CNPs).",
+       "microseconds. Here a flow's CNPs come ~0.5-2 ms apart: alpha, decaying every dce_tcp_rtt = 1 us, is "
+       "~0 "
+       "at each CNP (its steady value is about dce_tcp_rtt / the CNP interval), so cuts are tiny, while the "
+       "increase steps (timer every 300 us, byte counter every 32 KiB, 5 and 50 Mb/s) restore the rate at "
+       "once: "
+       "the queue stands at the pause threshold (docs/cc-results.md). rpg_max_rate=port starts a flow at the "
+       "port "
+       "rate (a NIC's line rate is its link's); clamp_tgt_rate=1 lets a cut lower the target rate; "
+       "dce_tcp_rtt=300 keeps alpha near the CNP interval; rpg_time_reset=2000, rpg_byte_reset=0 (no byte "
+       "counter, so no hyper increase) and rpg_ai_rate=0.5 make the increase 0.25 Mb/s per ms per flow; "
+       "rate_reduce_monitor_period=500 allows a cut per 0.5 ms; min_time_between_cnps=0 has the receiver "
+       "answer "
+       "every marked packet (it handles frames in bursts, so a 4 us gap dropped most CNPs).",
        [](const std::string& cc, const std::string&) {
          return std::vector<Variant>{{cc, cc}, {"pfc", "none", false}};
        }},
