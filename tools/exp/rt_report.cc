@@ -17,34 +17,45 @@ uint64_t rx_of(const EngineSample& s, uint32_t qpn) {
   return 0;
 }
 
-// The sender QP's CC rate at time t (its latest sample then); 0 when unknown.
-double cc_gbps_at(const Measured& m, uint32_t sender_qpn, double t) {
-  for (const auto& series : m.tx_series) {
-    double rate = 0;
-    bool found = false;
-    for (const auto& [ts, qps] : series) {
-      if (ts > t) break;
-      for (const QpSample& q : qps)
-        if (q.qpn == sender_qpn) {
-          rate = static_cast<double>(q.cc_rate_bps) / 1e9;
-          found = true;
-        }
-    }
-    if (found) return rate;
+// The senders' CC rates by QP number at time t (their latest samples then), read forward in time: one
+// cursor per sender series.
+class CcRates {
+ public:
+  explicit CcRates(const Measured& m) : m_(m), next_(m.tx_series.size(), 0) {}
+  void advance(double t) {
+    for (size_t i = 0; i < m_.tx_series.size(); ++i)
+      for (; next_[i] < m_.tx_series[i].size() && m_.tx_series[i][next_[i]].first <= t; ++next_[i])
+        for (const QpSample& q : m_.tx_series[i][next_[i]].second)
+          gbps_[q.qpn] = static_cast<double>(q.cc_rate_bps) / 1e9;
   }
-  return 0;
-}
+  double of(uint32_t sender_qpn) const {
+    const auto it = gbps_.find(sender_qpn);
+    return it == gbps_.end() ? 0 : it->second;
+  }
 
-// Pauses of the senders' ports (uroced counts a pause at the ingress it stops) up to sample `upto`: a port's
-// last value seen, also after its process exited and the port went away.
-uint64_t sum_pauses(const Measured& m, size_t upto) {
+ private:
+  const Measured& m_;
+  std::vector<size_t> next_;
+  std::map<uint32_t, double> gbps_;
+};
+
+// Pauses of the senders' ports (uroced counts a pause at the ingress it stops) at each switch sample: per
+// port the last value seen, also after its process exited and the port went away.
+std::vector<uint64_t> pauses_by_sample(const Measured& m) {
   std::map<pid_t, uint64_t> last;
-  for (size_t i = 0; i <= upto && i < m.sw.size(); ++i)
-    for (const PortSample& p : m.sw[i].ports)
-      if (p.pid != m.receiver) last[p.pid] = p.num("pauses");
-  uint64_t n = 0;
-  for (const auto& [pid, v] : last) n += v;
-  return n;
+  uint64_t sum = 0;
+  std::vector<uint64_t> out;
+  for (const SwitchSample& s : m.sw) {
+    for (const PortSample& p : s.ports)
+      if (p.pid != m.receiver) {
+        const uint64_t v = p.num("pauses");
+        uint64_t& l = last[p.pid];
+        if (v > l) sum += v - l;
+        l = std::max(l, v);
+      }
+    out.push_back(sum);
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,6 +93,8 @@ Report analyse(const Measured& m, double rate_interval_s) {
   r.series.xoff_label = "pause (per ingress)";
 
   // Rates over rate_interval_s, from the receiver's cumulative counters and its own clock.
+  const std::vector<uint64_t> pauses = pauses_by_sample(m);
+  CcRates cc(m);
   size_t sw_i = 0;
   const EngineSample* anchor = &m.rx.front();
   for (const EngineSample& s : m.rx) {
@@ -89,14 +102,15 @@ Report analyse(const Measured& m, double rate_interval_s) {
     Series::RateRow row;
     row.t_us = (s.t_s - m.t0_s) * 1e6;
     const double dt_ns = static_cast<double>(s.time_ns - anchor->time_ns);
+    cc.advance(s.t_s);
     for (const QpSample& f : flows) {
       const uint64_t a = rx_of(*anchor, f.qpn), b = rx_of(s, f.qpn);
       row.gbps.push_back(b > a ? static_cast<double>(b - a) * 8 / dt_ns : 0);
-      row.cc_gbps.push_back(cc_gbps_at(m, f.dest_qpn, s.t_s));
+      row.cc_gbps.push_back(cc.of(f.dest_qpn));
     }
     while (sw_i + 1 < m.sw.size() && m.sw[sw_i + 1].t_s <= s.t_s) ++sw_i;
     if (!m.sw.empty()) {
-      row.pause_frames = sum_pauses(m, sw_i);
+      row.pause_frames = pauses[sw_i];
       if (const PortSample* p = m.sw[sw_i].port_of(m.receiver)) {
         row.ecn_marked = p->num("ecn_marked");
         row.drops = p->num("drop_queue_full") + p->num("drop_loss");
@@ -150,8 +164,9 @@ Report analyse(const Measured& m, double rate_interval_s) {
     r.q_max_kib = percentile(q, 100);
   }
   if (!m.sw.empty()) {
-    r.pauses = sum_pauses(m, m.sw.size() - 1);
-    for (auto it = m.sw.rbegin(); it != m.sw.rend(); ++it)  // the port's last sample (it goes with its process)
+    r.pauses = pauses.back();
+    for (auto it = m.sw.rbegin(); it != m.sw.rend();
+         ++it)  // the port's last sample (it goes with its process)
       if (const PortSample* p = it->port_of(m.receiver)) {
         r.ecn_marked = p->num("ecn_marked");
         r.drops = p->num("drop_queue_full") + p->num("drop_loss");
