@@ -35,7 +35,7 @@ Child spawn(const std::string& name, const std::vector<std::string>& argv,
   cargv.push_back(nullptr);
   for (const std::string& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
-  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) throw std::runtime_error("cannot write " + log + ": " + std::strerror(errno));
   const pid_t pid = fork();
   if (pid < 0) {

@@ -20,7 +20,7 @@ struct Child {
 };
 
 // Starts argv[0] (found on PATH when it has no '/') with the current environment changed by `env` (a value
-// of nullopt removes the variable), stdin from /dev/null, stdout and stderr appended to `log`. Throws
+// of nullopt removes the variable), stdin from /dev/null, stdout and stderr to `log` (replaced). Throws
 // std::runtime_error when it cannot fork or the log cannot be opened.
 Child spawn(const std::string& name, const std::vector<std::string>& argv,
             const std::map<std::string, std::optional<std::string>>& env, const std::string& log);
