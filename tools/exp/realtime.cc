@@ -34,8 +34,9 @@ constexpr double kStartTimeoutS = 30;                            // server liste
 constexpr double kExitGraceS = 60;                               // past --duration before clients are stopped
 
 enum class Load {
-  kPerftest,  // ib_write_bw -q FLOWS: one sender process, one receiver process
-  kIncast,    // uroce-traffic: FLOWS sender processes, one receiver process with FLOWS QPs
+  kPerftest,   // ib_write_bw -q FLOWS: one sender process, one receiver process
+  kIncast,     // uroce-traffic: FLOWS sender processes, one receiver process with FLOWS QPs
+  kAllreduce,  // uroce-traffic allreduce: FLOWS ranks in a ring; rank 0 is the one sampled
 };
 
 struct Variant {
@@ -122,8 +123,7 @@ const std::vector<Scenario>& scenarios() {
        "increase steps (timer every 300 us, byte counter every 32 KiB, 5 and 50 Mb/s) restore the rate at "
        "once: "
        "the queue stands at the pause threshold (docs/cc-results.md). rpg_max_rate=port starts a flow at the "
-       "port "
-       "rate (a NIC's line rate is its link's); clamp_tgt_rate=1 lets a cut lower the target rate; "
+       "port rate (a NIC's line rate is its link's); clamp_tgt_rate=1 lets a cut lower the target rate; "
        "dce_tcp_rtt=300 keeps alpha near the CNP interval; rpg_time_reset=2000, rpg_byte_reset=0 (no byte "
        "counter, so no hyper increase) and rpg_ai_rate=0.5 make the increase 0.25 Mb/s per ms per flow; "
        "rate_reduce_monitor_period=500 allows a cut per 0.5 ms; min_time_between_cnps=0 has the receiver "
@@ -131,6 +131,18 @@ const std::vector<Scenario>& scenarios() {
        "every marked packet (it handles frames in bursts, so a 4 us gap dropped most CNPs).",
        [](const std::string& cc, const std::string&) {
          return std::vector<Variant>{{cc, cc}, {"pfc", "none", false}};
+       }},
+      {"allreduce",
+       "N ranks (uroce-traffic allreduce processes) run a ring AllReduce of msg bytes (sum of floats, "
+       "checked)\n"
+       "for the duration, each sending to the next through uroced; prints the bus bandwidth as nccl-tests\n"
+       "defines it (busbw = algbw * 2(N-1)/N) for the slowest rank. rate=0: the ports are not limited.",
+       Load::kAllreduce,
+       {{"rate", "0"}, {"flows", "4"}, {"msg", "4194304"}, {"pause", "512k"}},
+       {},
+       "",
+       [](const std::string& cc, const std::string&) {
+         return std::vector<Variant>{{"ring", cc, false}};
        }},
   };
   return all;
@@ -213,17 +225,18 @@ struct Knobs {
 
 Knobs check(const Options& o) {
   Knobs k;
-  if (!uroced::parse_rate(o.key("rate"), &k.rate_bps) || k.rate_bps == 0)
-    throw UsageError("key 'rate' must be a rate in bits/s (500m, 1g), got '" + o.key("rate") + "'");
-  if (!uroced::parse_bytes(o.key("kmin"), &k.kmin) || !uroced::parse_bytes(o.key("kmax"), &k.kmax) ||
-      k.kmin >= k.kmax)
+  if (!uroced::parse_rate(o.key("rate"), &k.rate_bps))
+    throw UsageError("key 'rate' must be a rate in bits/s (500m, 1g; 0: unlimited), got '" + o.key("rate") +
+                     "'");
+  if (!o.key("kmin").empty() && (!uroced::parse_bytes(o.key("kmin"), &k.kmin) ||
+                                 !uroced::parse_bytes(o.key("kmax"), &k.kmax) || k.kmin >= k.kmax))
     throw UsageError("keys 'kmin' < 'kmax' must be byte counts (32k, 256k)");
   if (!uroced::parse_bytes(o.key("pause"), &k.pause))
     throw UsageError("key 'pause' must be a byte count (128k), got '" + o.key("pause") + "'");
   if (!o.key("burst").empty() && !uroced::parse_bytes(o.key("burst"), &k.burst))
     throw UsageError("key 'burst' must be a byte count (64k), got '" + o.key("burst") + "'");
   k.pmax = o.key("pmax");
-  k.flows = parse_uint("key 'flows'", o.key("flows"), 1, 16);
+  k.flows = parse_uint("key 'flows'", o.key("flows"), o.sc->load == Load::kAllreduce ? 2 : 1, 16);
   k.msg = parse_uint("key 'msg'", o.key("msg"), 4096, 1u << 26);
   if (o.sc->load == Load::kIncast) k.depth = parse_uint("key 'depth'", o.key("depth"), 1, 64);
   std::map<std::string, std::string> cc;
@@ -354,6 +367,10 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
                   "-p",          std::to_string(port)};
     client_cmd = server_cmd;
     client_cmd.push_back("127.0.0.1");
+  } else if (o.sc->load == Load::kAllreduce) {
+    server_cmd = {traffic_program().string(), "allreduce",          "0",
+                  std::to_string(k.flows),    std::to_string(port), std::to_string(k.msg),
+                  std::to_string(o.duration)};
   } else {
     server_cmd = {traffic_program().string(), "server", std::to_string(port), std::to_string(k.flows),
                   std::to_string(k.msg)};
@@ -375,10 +392,17 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
       fail("the receiver did not listen on TCP port " + std::to_string(port));
   }
   if (ok) {
-    const unsigned nclients = o.sc->load == Load::kPerftest ? 1 : k.flows;
-    for (unsigned i = 0; i < nclients; ++i)
+    const unsigned nclients = o.sc->load == Load::kPerftest    ? 1
+                              : o.sc->load == Load::kAllreduce ? k.flows - 1
+                                                               : k.flows;
+    for (unsigned i = 0; i < nclients; ++i) {
+      if (o.sc->load == Load::kAllreduce) {  // rank i + 1
+        client_cmd = server_cmd;
+        client_cmd[2] = std::to_string(i + 1);
+      }
       clients.push_back(spawn("client " + std::to_string(i), under_uroce(client_cmd), env,
                               vdir + "/client" + (nclients > 1 ? std::to_string(i) : "") + ".log"));
+    }
   }
 
   // Sampling until every sender has exited.
@@ -482,6 +506,32 @@ void write_manifest(const Options& o, const Knobs& k, const std::vector<Variant>
   f << "rerun " << rerun << "\n";
 }
 
+// The ranks' own figures (their last output line: "allreduce: rank R of N, ... algbw A Gb/s busbw B Gb/s,
+// sums checked"): the slowest rank's, as nccl-tests reports the collective's time.
+std::string allreduce_line(const std::string& vdir, unsigned ranks) {
+  double busbw = 0, algbw = 0;
+  unsigned reported = 0;
+  for (unsigned i = 0; i < ranks; ++i) {
+    std::ifstream f(vdir +
+                    (i == 0 ? "/server.log" : "/client" + (ranks > 2 ? std::to_string(i - 1) : "") + ".log"));
+    for (std::string line; std::getline(f, line);) {
+      const size_t a = line.find("algbw "), b = line.find("busbw ");
+      if (line.rfind("allreduce: rank", 0) != 0 || a == std::string::npos || b == std::string::npos) continue;
+      const double al = std::atof(line.c_str() + a + 6), bu = std::atof(line.c_str() + b + 6);
+      busbw = reported == 0 ? bu : std::min(busbw, bu);
+      algbw = reported == 0 ? al : std::min(algbw, al);
+      ++reported;
+    }
+  }
+  char buf[256];
+  std::snprintf(
+      buf, sizeof buf,
+      "allreduce          ranks %u  reported %u  algbw %.3f Gb/s  busbw %.3f Gb/s (slowest rank; busbw = "
+      "algbw * 2(n-1)/n)",
+      ranks, reported, algbw, busbw);
+  return buf;
+}
+
 }  // namespace
 
 int run_realtime(const std::vector<std::string>& args) {
@@ -513,6 +563,7 @@ int run_realtime(const std::vector<std::string>& args) {
     write_csvs(r.series, vdir);
     if (gnuplot) plot(r.series, vdir, std::string(o.sc->name) + " / " + v.name + " (real time)");
     lines.push_back(summary_line(m, r, k.rate_bps, o.key("rate")));
+    if (o.sc->load == Load::kAllreduce) lines.push_back(allreduce_line(vdir, k.flows));
   }
   std::ofstream summary(base + "/summary.txt");
   for (const std::string& l : lines) {

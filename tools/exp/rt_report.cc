@@ -189,21 +189,25 @@ std::string summary_line(const Measured& m, const Report& r, uint64_t port_rate_
     std::snprintf(buf, sizeof buf, "%s%.3f", per_flow.empty() ? "" : " ", g);
     per_flow += buf;
   }
+  std::string share = "unlimited port";
+  if (port_rate_bps) {
+    std::snprintf(buf, sizeof buf, "%.1f%% of %s",
+                  100 * r.total_gbps * 1e9 / static_cast<double>(port_rate_bps), rate.c_str());
+    share = buf;
+  }
   std::string ecn = "ECN off";
   if (m.kmax_bytes)
     ecn = "Kmin/Kmax " + std::to_string(m.kmin_bytes / 1024) + "/" + std::to_string(m.kmax_bytes / 1024);
-  std::snprintf(
-      buf, sizeof buf,
-      "%-18s flows %zu  throughput %.3f Gb/s (%.1f%% of %s)  per flow %s  Jain %.3f  queue p50/p99/max "
-      "%.0f/%.0f/%.0f KiB (%s, %zu samples ~%.1f ms apart)  ecn_marked %lu  pauses %lu  drops %lu  "
-      "cnp_sent %lu  cnp_handled %lu  cc_rate_changes %lu  client exit %d",
-      m.name.c_str(), r.flow_gbps.size(), r.total_gbps,
-      port_rate_bps ? 100 * r.total_gbps * 1e9 / static_cast<double>(port_rate_bps) : 0.0, rate.c_str(),
-      per_flow.c_str(), r.jain, r.q_p50_kib, r.q_p99_kib, r.q_max_kib, ecn.c_str(), r.queue_samples,
-      r.sample_interval_ms, static_cast<unsigned long>(r.ecn_marked), static_cast<unsigned long>(r.pauses),
-      static_cast<unsigned long>(r.drops), static_cast<unsigned long>(r.cnp_sent),
-      static_cast<unsigned long>(r.cnp_handled), static_cast<unsigned long>(r.cc_rate_changes),
-      m.client_exit);
+  std::snprintf(buf, sizeof buf,
+                "%-18s flows %zu  throughput %.3f Gb/s (%s)  per flow %s  Jain %.3f  queue p50/p99/max "
+                "%.0f/%.0f/%.0f KiB (%s, %zu samples ~%.1f ms apart)  ecn_marked %lu  pauses %lu  drops %lu  "
+                "cnp_sent %lu  cnp_handled %lu  cc_rate_changes %lu  client exit %d",
+                m.name.c_str(), r.flow_gbps.size(), r.total_gbps, share.c_str(), per_flow.c_str(), r.jain,
+                r.q_p50_kib, r.q_p99_kib, r.q_max_kib, ecn.c_str(), r.queue_samples, r.sample_interval_ms,
+                static_cast<unsigned long>(r.ecn_marked), static_cast<unsigned long>(r.pauses),
+                static_cast<unsigned long>(r.drops), static_cast<unsigned long>(r.cnp_sent),
+                static_cast<unsigned long>(r.cnp_handled), static_cast<unsigned long>(r.cc_rate_changes),
+                m.client_exit);
   return buf;
 }
 

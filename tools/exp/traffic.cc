@@ -3,6 +3,8 @@
 //
 //   uroce-traffic server PORT CLIENTS [MSG_BYTES]
 //   uroce-traffic client HOST PORT MSG_BYTES SECONDS [DEPTH]
+//   uroce-traffic allreduce RANK RANKS PORT BYTES SECONDS   (traffic_allreduce.cc: one rank of a ring
+//   AllReduce)
 //
 // The server holds one RC QP per client, all on one device, so every flow ends at the same port of the host
 // switch (through uroced each process has its own port: an N:1 incast needs one receiver process). It
@@ -34,7 +36,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "tools/exp/traffic.h"
+
+namespace uroce_traffic {
 
 [[noreturn]] void die(const char* fmt, ...) {
   va_list ap;
@@ -45,13 +49,6 @@ namespace {
   va_end(ap);
   std::exit(1);
 }
-
-// What each side tells the other about its QP (fixed layout, host byte order: both ends are on this host).
-struct Wire {
-  uint32_t qpn, psn, rkey, pad;
-  uint64_t addr;
-  uint8_t gid[16];
-};
 
 void send_all(int fd, const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
@@ -76,17 +73,6 @@ bool recv_all(int fd, void* p, size_t n) {
   return true;
 }
 
-struct Device {
-  ibv_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  ibv_comp_channel* channel = nullptr;
-  ibv_cq* cq = nullptr;
-  ibv_mr* mr = nullptr;
-  std::vector<uint8_t> mem;
-  ibv_mtu mtu = IBV_MTU_1024;
-  ibv_gid gid{};
-};
-
 void open_device(Device* d, size_t bytes, int cqe, bool channel) {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
@@ -107,12 +93,12 @@ void open_device(Device* d, size_t bytes, int cqe, bool channel) {
   if (ibv_query_gid(d->ctx, 1, 0, &d->gid)) die("ibv_query_gid");
 }
 
-ibv_qp* create_qp(Device& d, uint32_t send_wr, Wire* local) {
+ibv_qp* create_qp(Device& d, uint32_t send_wr, uint32_t recv_wr, Wire* local) {
   ibv_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = d.cq;
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = send_wr;
-  ia.cap.max_recv_wr = 1;
+  ia.cap.max_recv_wr = recv_wr;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ibv_qp* qp = ibv_create_qp(d.pd, &ia);
   if (!qp) die("ibv_create_qp");
@@ -157,6 +143,12 @@ void connect_qp(ibv_qp* qp, const Device& d, const Wire& local, const Wire& remo
     die("modify_qp RTS");
 }
 
+}  // namespace uroce_traffic
+
+namespace {
+
+using namespace uroce_traffic;
+
 int server(uint16_t port, int clients, size_t msg) {
   Device d;
   open_device(&d, msg, 16, false);
@@ -175,7 +167,7 @@ int server(uint16_t port, int clients, size_t msg) {
     const int fd = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) die("accept: %s", std::strerror(errno));
     Wire local{}, remote{};
-    ibv_qp* qp = create_qp(d, 1, &local);
+    ibv_qp* qp = create_qp(d, 1, 1, &local);
     if (!recv_all(fd, &remote, sizeof remote)) die("client %d closed during the exchange", i);
     connect_qp(qp, d, local, remote);
     send_all(fd, &local, sizeof local);
@@ -213,7 +205,7 @@ int client(const char* host, uint16_t port, size_t msg, double seconds, int dept
   Device d;
   open_device(&d, msg, depth + 4, true);
   Wire local{}, remote{};
-  ibv_qp* qp = create_qp(d, static_cast<uint32_t>(depth), &local);
+  ibv_qp* qp = create_qp(d, static_cast<uint32_t>(depth), 1, &local);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -306,8 +298,15 @@ int main(int argc, char** argv) {
                   static_cast<size_t>(number(argv[4], 1, 1 << 30, "message size")),
                   static_cast<double>(number(argv[5], 1, 3600, "seconds")),
                   argc == 7 ? static_cast<int>(number(argv[6], 1, 256, "depth")) : 4);
+  if (role == "allreduce" && argc == 7)
+    return allreduce(static_cast<int>(number(argv[2], 0, 63, "rank")),
+                     static_cast<int>(number(argv[3], 2, 64, "ranks")),
+                     static_cast<uint16_t>(number(argv[4], 1, 65535, "port")),
+                     static_cast<size_t>(number(argv[5], 1, 1 << 30, "bytes")),
+                     static_cast<double>(number(argv[6], 1, 3600, "seconds")));
   std::fprintf(stderr,
                "usage: uroce-traffic server PORT CLIENTS [MSG_BYTES]\n"
-               "       uroce-traffic client HOST PORT MSG_BYTES SECONDS [DEPTH]\n");
+               "       uroce-traffic client HOST PORT MSG_BYTES SECONDS [DEPTH]\n"
+               "       uroce-traffic allreduce RANK RANKS PORT BYTES SECONDS\n");
   return 2;
 }
