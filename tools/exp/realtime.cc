@@ -1,5 +1,6 @@
 #include "tools/exp/realtime.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -194,12 +195,21 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
     if (c.exit_code != 0) fail(c.name + " exited with " + std::to_string(c.exit_code));
   }
   if (server.pid > 0 && !wait_for([&] { return reap(server, false); }, 20)) stop(server);
+  // uroced answers "stop" and then closes its ports and removes its files: the directory goes once it has
+  // exited (removed under its feet, parts of it stayed behind).
   std::string reply, err;
+  pid_t daemon_pid = 0;
+  if (runtime::request("ping", &reply, &err) && reply.rfind("ok pid=", 0) == 0)
+    daemon_pid = static_cast<pid_t>(std::atoi(reply.c_str() + 7));
   runtime::request("stop", &reply, &err);
+  if (daemon_pid > 0) wait_for([&] { return kill(daemon_pid, 0) != 0; }, 10);
   std::error_code ec;
   fs::copy_file(runtime::log_path(tools::runtime_base(false)), vdir + "/uroced.log",
                 fs::copy_options::overwrite_existing, ec);
   fs::remove_all(rtdir, ec);
+  if (ec)
+    std::fprintf(stderr, "uroce exp --realtime: could not remove %s: %s\n", rtdir.c_str(),
+                 ec.message().c_str());
   if (saved_xdg) {
     setenv("XDG_RUNTIME_DIR", saved_xdg->c_str(), 1);
   } else {
