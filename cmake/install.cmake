@@ -1,6 +1,6 @@
 # `cmake --install` and `cpack -G DEB`: included at the end of the top-level CMakeLists.txt, once every target
 # exists. Installed: uroce and uroced (bin/), the provider where Debian's libibverbs looks for providers, its
-# .driver file, the preload shim, the `uroce exp --realtime` runner and the docs. Tests and benchmarks are not
+# .driver file, the preload shim, the `uroce exp --realtime` load generator and the docs. Tests and benchmarks are not
 # installed.
 #
 # Layout under a prefix P (the same for every prefix, so `uroce` finds its files relative to itself):
@@ -8,7 +8,7 @@
 #   P/lib/<multiarch>/libibverbs/liburoce-rdmav34.so   (Debian's libibverbs 44 dlopens providers from
 #                                                        /usr/lib/<multiarch>/libibverbs/lib<name>-rdmav34.so)
 #   P/lib/<multiarch>/uroce/liburoce-preload.so
-#   P/libexec/uroce/uroce-exp-realtime
+#   P/libexec/uroce/uroce-traffic
 #   P/share/doc/uroce/README.md, docs/*.md
 #   P/share/man/man1/uroce.1, uroced.1
 #   P/share/bash-completion/completions/uroce, uroced
@@ -33,7 +33,7 @@ target_compile_definitions(uroce_tools PRIVATE UROCE_INSTALL_LIBDIR="${UROCE_INS
 install(TARGETS uroce uroced RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS uroce_provider LIBRARY DESTINATION ${UROCE_INSTALL_LIBDIR}/libibverbs NAMELINK_SKIP)
 install(TARGETS uroce_preload LIBRARY DESTINATION ${UROCE_INSTALL_LIBDIR}/uroce NAMELINK_SKIP)
-install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/exp/uroce-exp-realtime DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/uroce)
+install(TARGETS uroce-traffic RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/uroce)
 file(GLOB _uroce_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_uroce_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The licence, also as Debian's doc/<package>/copyright.

@@ -58,7 +58,8 @@ struct Snapshot {
 };
 
 // Copies what stats reports while holding the engine lock; the JSON is built after it is released.
-Snapshot take_snapshot(const ControlSource& src) {
+// `detail`: each QP's debug_state() too (a string built under the lock; the rates request leaves it out).
+Snapshot take_snapshot(const ControlSource& src, bool detail = true) {
   Snapshot s;
   std::lock_guard lock(*src.mu);
   s.dev = src.dev->counters();
@@ -85,7 +86,7 @@ Snapshot take_snapshot(const ControlSource& src) {
       q.cnp_handled = a->cnp_handled;
       q.cc_rate_changes = a->rate_changes;
     }
-    q.detail = qp->debug_state();
+    if (detail) q.detail = qp->debug_state();
     s.qps.push_back(std::move(q));
   }
   return s;
@@ -363,6 +364,23 @@ json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
     out["control_refused"] = refused;
     return out;
   }
+  if (name == "rates") {
+    // What a sampler polling every millisecond needs (uroce exp --realtime): per-QP byte counters and CC
+    // rates and the device counters, without the strings and tables of stats.
+    const Snapshot snap = take_snapshot(src, false);
+    json out{{"ok", true}, {"pid", getpid()}, {"dev", src.ibdev}, {"time_ns", capture_now_ns()}};
+    json& dev = out["device"] = json::object();
+    for (size_t i = 0; i < static_cast<size_t>(Counter::kCount); ++i)
+      dev[counter_name(static_cast<Counter>(i))] = snap.dev.n[i];
+    json& qps = out["qps"] = json::array();
+    for (const QpSnapshot& q : snap.qps)
+      qps.push_back({{"qpn", q.qpn},
+                     {"dest_qpn", q.dest_qpn},
+                     {"tx_bytes", q.cnt.tx_bytes},
+                     {"rx_bytes", q.cnt.rx_bytes},
+                     {"cc_rate_bps", q.cc_rate_bps}});
+    return out;
+  }
   if (name == "hw_counters") {
     Counters cnt;
     {
@@ -390,7 +408,7 @@ json ControlEndpoint::Impl::handle(const std::string& line, Client& c) {
   if (name == "capture_status") return capture_status();
   if (name == "capture_stop") return capture_stop();
   return error_reply("unknown cmd '" + name +
-                     "' (stats, hw_counters, qps, capture_start, capture_status, capture_stop)");
+                     "' (stats, rates, hw_counters, qps, capture_start, capture_status, capture_stop)");
 }
 
 json ControlEndpoint::Impl::capture_start(const json& req, Client& client) {

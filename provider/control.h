@@ -10,6 +10,9 @@
 // Protocol (docs/observability.md): the client sends one JSON object per line, the endpoint answers each
 // with one JSON object on one line, always with "ok" (and "error" when false):
 //   {"cmd":"stats"}                                           -> device, port and per-QP counters
+//   {"cmd":"rates"}                                           -> pid, dev, time_ns, device{}, qps[{qpn,
+//                                                                dest_qpn, tx_bytes, rx_bytes, cc_rate_bps}]
+//                                                                (a sampler's light request)
 //   {"cmd":"hw_counters"}                                     -> dev, port, hw_counters{}, counters{}:
 //                                                                the device counters under mlx5/rxe and IB
 //                                                                PMA names only (the shim's sysfs/netlink)

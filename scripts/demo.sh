@@ -98,4 +98,4 @@ echo
 echo "== Not there yet"
 echo "The RDMA CM (rping, rdma_server/client, rsockets, ib_write_bw -R, qperf -cm1, libfabric verbs; design in"
 echo "docs/design/rdma-cm.md), one GID per host, memory windows/XRC/ODP, the bandwidth and latency targets over"
-echo "memif (section 5), a real-time incast of separate senders (docs/cc-results.md). README.md."
+echo "memif (section 5). README.md."

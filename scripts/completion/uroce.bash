@@ -45,6 +45,14 @@ _uroce() {
     stats) opts="--pid --dev --json --all --watch --help" ;;
     capture) opts="--pid --dev -w --force -c --duration -s --snaplen --help" ;;
     exp)
+      if [[ " ${COMP_WORDS[*]} " == *" --realtime "* ]]; then
+        # `uroce exp --realtime --list` names its scenarios at the start of two-space indented lines.
+        opts="--list --out --duration --cc --no-plots --help"
+        [[ $cur != -* ]] && opts="$opts $("${COMP_WORDS[0]}" exp --realtime --list 2>/dev/null |
+          awk '/^  [a-z]/ {print $1}')"
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        return
+      fi
       opts="--list --out --seed --duration-us --cc --no-plots --ns3 --realtime --help gen-flows gen-topo"
       # The scenarios, as `uroce exp --list` names them ("NAME (default N us)" lines).
       [[ $cur != -* ]] && opts="$opts $("${COMP_WORDS[0]}" exp --list 2>/dev/null |

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # exp_realtime.sh UROCE UROCED
 # `uroce exp --realtime fair`: two ib_write_bw flows through a 1 Gb/s ECN-marking uroced port with DCQCN. The
-# runner must finish with the client's exit status 0, write flows.csv and queue.csv with samples, and print a
+# runner must finish with the client's exit status 0, write flows.csv and queues.csv with samples, and print a
 # summary whose throughput is non-zero and whose port marked frames and sender handled CNPs. Bad input (an
 # unknown scenario or key) exits 2 naming it.
 set -u
@@ -27,5 +27,5 @@ awk -v t="$(field throughput)" 'BEGIN { exit !(t > 0) }' || fail "zero throughpu
 [ "$(field ecn_marked)" -gt 0 ] || fail "no ECN marks"
 [ "$(field cnp_handled)" -gt 0 ] || fail "no CNPs handled"
 [ "$(wc -l <"$dir/fair/dcqcn/flows.csv")" -gt 3 ] || fail "flows.csv has no samples"
-[ "$(wc -l <"$dir/fair/dcqcn/queue.csv")" -gt 3 ] || fail "queue.csv has no samples"
+[ "$(wc -l <"$dir/fair/dcqcn/queues.csv")" -gt 3 ] || fail "queues.csv has no samples"
 echo PASS

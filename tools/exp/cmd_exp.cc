@@ -1,27 +1,24 @@
 // uroce exp SCENARIO [--out DIR] [--seed N] [--duration-us N] [--cc NAME] [--no-plots] [key=value ...]
 // uroce exp --list
-// uroce exp --realtime SCENARIO ...   (tools/exp/realtime.sh: real verbs traffic through uroced)
+// uroce exp --realtime SCENARIO ...   (tools/exp/realtime.h: real verbs traffic through uroced)
 // uroce exp --ns3 CONFIG [--cc NAME] [--seed N]   (ns-3 HPCC's config, topology and flow files: ns3.h)
 // uroce exp gen-flows -c CDF -n HOSTS -l LOAD -b BW -t SECONDS [-o FILE]   (traffic_gen.py's procedure)
 // uroce exp gen-topo fat-tree|leaf-spine ... [-o FILE]
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "runtime/uroced_client.h"
 #include "tools/exp/ns3.h"
+#include "tools/exp/realtime.h"
 #include "tools/exp/runner.h"
 #include "tools/uroce/cli.h"
 #include "tools/uroce/cli_app.h"
 #include "tools/uroce/commands.h"
-#include "tools/uroce/paths.h"
 
 namespace uroce::tools {
 
@@ -51,32 +48,6 @@ void list(FILE* f) {
       "\nCommon keys: link_gbps delay_ns msg_kb ecn kmin_kb kmax_kb pmax fc=none|pfc|credit xoff_kb xon_kb "
       "headroom_kb buffer_kb credit_kb dt_alpha int, and cc.<param> for the algorithm's parameters.\n"
       "\nReal verbs traffic through uroced instead of the simulator: uroce exp --realtime --list.\n");
-}
-
-// The real-time runner is a script (it starts uroced and perftest processes and samples their counters);
-// it finds uroce and uroced through UROCE and UROCED. Does not return unless exec fails.
-int exec_realtime(const std::vector<std::string>& args) {
-  namespace fs = std::filesystem;
-  const fs::path dir = self_dir();
-  std::error_code ec;
-  fs::path script = "uroce-exp-realtime";
-  for (const fs::path& p :
-       {dir / "exp" / "uroce-exp-realtime", dir / ".." / "libexec" / "uroce" / "uroce-exp-realtime"})
-    if (!dir.empty() && fs::is_regular_file(p, ec)) {
-      script = p;
-      break;
-    }
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) setenv("UROCE", self.c_str(), 0);
-  setenv("UROCED", runtime::find_uroced().c_str(), 0);
-  std::vector<std::string> words = {"bash", script.string()};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  execvp("bash", argv.data());
-  std::fprintf(stderr, "uroce exp --realtime: cannot run %s: %s\n", script.c_str(), std::strerror(errno));
-  return 1;
 }
 
 FILE* open_out(const std::string& path) {
@@ -176,7 +147,7 @@ int cmd_exp(const std::vector<std::string>& args) {
     if (args[i] == "--realtime") {
       std::vector<std::string> rest(args.begin(), args.end());
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      return exec_realtime(rest);
+      return exp::rt::run_realtime(rest);
     }
   exp::RunOptions opt;
   std::string name, out = "exp-out";

@@ -12,42 +12,78 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_csvs(Experiment& e, const std::string& dir) {
+// Up to kLinesShown flows are drawn one line each (colours and dash patterns both vary, so no two look
+// alike); more are drawn as the band of flows_band.csv. Queue plots carry the first queue's ECN Kmin / Kmax
+// and pause threshold as horizontal lines.
+constexpr size_t kLinesShown = 8;
+
+}  // namespace
+
+Series series_of(const Experiment& e) {
+  Series s;
+  const auto results = e.flow_results();
+  for (const auto& r : results)
+    s.flow_labels.push_back("h" + std::to_string(r.spec.src) + " -> h" + std::to_string(r.spec.dst));
+  for (const auto& r : e.rates())
+    s.rates.push_back({static_cast<double>(r.t_ns) / 1000, r.gbps, r.cc_gbps, r.pause_frames, r.cnp_sent,
+                       r.ecn_marked, r.drops});
+  for (const Watch& w : e.watches()) s.queue_names.push_back(w.name);
+  for (const auto& r : e.queues()) {
+    Series::QueueRow q{static_cast<double>(r.t_ns) / 1000, {}};
+    for (uint64_t b : r.bytes) q.kib.push_back(static_cast<double>(b) / 1024);
+    s.queues.push_back(std::move(q));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (r.spec.bytes == 0) continue;
+    s.fcts.push_back({i, r.spec.src, r.spec.dst, r.spec.bytes, static_cast<double>(r.spec.start_ns) / 1000,
+                      static_cast<double>(r.fct_ns) / 1000, r.slowdown});
+  }
+  if (!e.watches().empty()) {
+    const fabric::FabricConfig& f = e.watches()[0].sw->config().fabric;
+    if (f.ecn.enabled) {
+      s.kmin_kib = f.ecn.kmin_bytes / 1024.0;
+      s.kmax_kib = f.ecn.kmax_bytes / 1024.0;
+    }
+    if (f.flow_control == fabric::FlowControl::kPfc) s.xoff_kib = f.pfc_xoff_bytes / 1024.0;
+  }
+  return s;
+}
+
+void write_csvs(const Series& s, const std::string& dir) {
   std::ofstream flows(dir + "/flows.csv"), rates(dir + "/cc_rates.csv"), q(dir + "/queues.csv"),
       counters(dir + "/counters.csv"), fct(dir + "/fct.csv");
-  const auto results = e.flow_results();
   flows << "time_us";
   rates << "time_us";
-  for (size_t i = 0; i < results.size(); ++i) {
+  for (size_t i = 0; i < s.flow_labels.size(); ++i) {
     flows << ",flow" << i << "_gbps";
     rates << ",flow" << i << "_cc_gbps";
   }
   flows << "\n";
   rates << "\n";
   counters << "time_us,pause_frames,cnp_sent,ecn_marked,drops\n";
-  for (const auto& r : e.rates()) {
-    const double t = static_cast<double>(r.t_ns) / 1000;
-    flows << t;
-    rates << t;
+  for (const auto& r : s.rates) {
+    flows << r.t_us;
+    rates << r.t_us;
     for (double g : r.gbps) flows << "," << g;
     for (double g : r.cc_gbps) rates << "," << g;
     flows << "\n";
     rates << "\n";
-    counters << t << "," << r.pause_frames << "," << r.cnp_sent << "," << r.ecn_marked << "," << r.drops
+    counters << r.t_us << "," << r.pause_frames << "," << r.cnp_sent << "," << r.ecn_marked << "," << r.drops
              << "\n";
   }
   q << "time_us";
-  for (const Watch& w : e.watches()) q << "," << w.name << "_kb";
+  for (const std::string& name : s.queue_names) q << "," << name << "_kb";
   q << "\n";
-  for (const auto& r : e.queues()) {
-    q << static_cast<double>(r.t_ns) / 1000;
-    for (uint64_t b : r.bytes) q << "," << static_cast<double>(b) / 1024;
+  for (const auto& r : s.queues) {
+    q << r.t_us;
+    for (double k : r.kib) q << "," << k;
     q << "\n";
   }
   // Many flows are read as a band: the slowest, the mean and the fastest flow at each sample.
   std::ofstream band(dir + "/flows_band.csv");
   band << "time_us,min_gbps,mean_gbps,max_gbps,total_gbps\n";
-  for (const auto& r : e.rates()) {
+  for (const auto& r : s.rates) {
     if (r.gbps.empty()) continue;
     double lo = r.gbps[0], hi = r.gbps[0], sum = 0;
     for (double g : r.gbps) {
@@ -55,29 +91,19 @@ void write_csvs(Experiment& e, const std::string& dir) {
       hi = std::max(hi, g);
       sum += g;
     }
-    band << static_cast<double>(r.t_ns) / 1000 << "," << lo << "," << sum / static_cast<double>(r.gbps.size())
-         << "," << hi << "," << sum << "\n";
+    band << r.t_us << "," << lo << "," << sum / static_cast<double>(r.gbps.size()) << "," << hi << "," << sum
+         << "\n";
   }
   fct << "flow,src,dst,bytes,start_us,fct_us,slowdown\n";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    if (r.spec.bytes == 0) continue;
-    fct << i << "," << r.spec.src << "," << r.spec.dst << "," << r.spec.bytes << ","
-        << static_cast<double>(r.spec.start_ns) / 1000 << "," << static_cast<double>(r.fct_ns) / 1000 << ","
-        << r.slowdown << "\n";
-  }
+  for (const auto& f : s.fcts)
+    fct << f.flow << "," << f.src << "," << f.dst << "," << f.bytes << "," << f.start_us << "," << f.fct_us
+        << "," << f.slowdown << "\n";
 }
 
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-// Up to kLinesShown flows are drawn one line each (colours and dash patterns both vary, so no two look
-// alike), labelled sender -> receiver; more are drawn as the band of flows_band.csv. Queue plots carry the
-// first watched switch's ECN Kmin / Kmax and PFC XOFF as horizontal lines.
-constexpr size_t kLinesShown = 8;
-
-void plot(const Experiment& e, const std::string& dir, const std::string& title) {
-  const auto results = e.flow_results();
-  const size_t flows = results.size(), watches = e.watches().size();
+bool plot(const Series& s, const std::string& dir, const std::string& title) {
+  const size_t flows = s.flow_labels.size(), watches = s.queue_names.size();
   std::ofstream gp(dir + "/plot.gp");
   gp << "set terminal pngcairo noenhanced size 900,500 font ',10'\nset datafile separator ','\nset key "
         "outside right\n"
@@ -87,8 +113,7 @@ void plot(const Experiment& e, const std::string& dir, const std::string& title)
     gp << "set title '" << title << ": per-flow receive rate'\nplot ";
     for (size_t i = 0; i < flows; ++i)
       gp << (i ? ", " : "") << "'" << dir << "/flows.csv' using 1:" << i + 2 << " with lines lw 1.5 dt "
-         << i % 4 + 1 << " title 'flow" << i << ": h" << results[i].spec.src << " -> h" << results[i].spec.dst
-         << "'";
+         << i % 4 + 1 << " title 'flow" << i << ": " << s.flow_labels[i] << "'";
   } else {
     gp << "set title '" << title << ": receive rate of " << flows << " flows (band: slowest to fastest)'\n"
        << "plot '" << dir
@@ -99,19 +124,18 @@ void plot(const Experiment& e, const std::string& dir, const std::string& title)
   if (watches > 0) {
     gp << "set output '" << dir << "/queue.png'\nset title '" << title
        << ": queue depth'\nset ylabel 'KiB'\n";
-    const fabric::FabricConfig& f = e.watches()[0].sw->config().fabric;
     int n = 1;
-    auto hline = [&](const char* name, double kib) {
+    auto hline = [&](const std::string& name, double kib) {
       gp << "set arrow " << n << " from graph 0, first " << kib << " to graph 1, first " << kib
          << " nohead dt 2 lc rgb 'gray40'\nset label " << n << " '" << name << "' at graph 1.01, first "
          << kib << " tc rgb 'gray40'\n";
       ++n;
     };
-    if (f.ecn.enabled) {
-      hline("Kmin", f.ecn.kmin_bytes / 1024.0);
-      hline("Kmax", f.ecn.kmax_bytes / 1024.0);
+    if (s.kmax_kib > 0) {
+      hline("Kmin", s.kmin_kib);
+      hline("Kmax", s.kmax_kib);
     }
-    if (f.flow_control == fabric::FlowControl::kPfc) hline("XOFF (per ingress)", f.pfc_xoff_bytes / 1024.0);
+    if (s.xoff_kib > 0) hline(s.xoff_label, s.xoff_kib);
     gp << "plot ";
     for (size_t i = 0; i < watches && i < 8; ++i)
       gp << (i ? ", " : "") << "'" << dir << "/queues.csv' using 1:" << i + 2
@@ -125,11 +149,10 @@ void plot(const Experiment& e, const std::string& dir, const std::string& title)
      << "with lines title 'CNPs sent+1', '' using 1:($5+1) with lines title 'drops+1'\n";
   gp.close();
   const std::string cmd = "gnuplot '" + dir + "/plot.gp' 2>'" + dir + "/gnuplot.log'";
-  if (std::system(cmd.c_str()) != 0)
-    std::fprintf(stderr, "uroce exp: gnuplot failed, see %s/gnuplot.log\n", dir.c_str());
+  if (std::system(cmd.c_str()) == 0) return true;
+  std::fprintf(stderr, "uroce exp: gnuplot failed, see %s/gnuplot.log\n", dir.c_str());
+  return false;
 }
-
-}  // namespace
 
 std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, const std::string& out_dir,
                                         bool plots, FILE* log) {
@@ -147,8 +170,9 @@ std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, con
     if (!out_dir.empty()) {
       r.dir = out_dir + "/" + sc.name + "/" + v.name;
       fs::create_directories(r.dir);
-      write_csvs(e, r.dir);
-      if (gnuplot) plot(e, r.dir, std::string(sc.name) + " / " + v.name);
+      const Series series = series_of(e);
+      write_csvs(series, r.dir);
+      if (gnuplot) plot(series, r.dir, std::string(sc.name) + " / " + v.name);
     }
     out.push_back(std::move(r));
   }

@@ -334,7 +334,18 @@ void Daemon::accept_conns() {
       log("%s; refused so far: %lu", refusal.c_str(), refused_peers_);
       continue;
     }
-    conns_.push_back({fd, "", now_ns()});
+    // A client sends its request right after connecting: answer it in this pass when it is already here,
+    // rather than at the next look at the control fds (up to kControlEveryNs later while traffic flows).
+    Conn c{fd, "", now_ns()};
+    char buf[512];
+    const ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) c.in.append(buf, static_cast<size_t>(r));
+    if (c.in.find('\n') != std::string::npos) {
+      handle_request(c);
+      close(fd);
+    } else {
+      conns_.push_back(std::move(c));
+    }
   }
 }
 
