@@ -228,8 +228,9 @@ std::vector<Variant> ecn_threshold(RunOptions& o) {
     throw std::invalid_argument("key 'workload': '" + workload + "' is not alltoall or incast");
   // AllToAll (an MoE layer's exchange) on a leaf-spine: no link is oversubscribed, but packets of several
   // senders meet at every receiver's port, a few at a time.
-  const CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 12);
+  CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 12);
   Common vendor = common(o, "dcqcn", default_fabric(), "firmware");
+  ck.spec.msg_bytes = vendor.msg_bytes;
   // Each cut lowers the target rate too (the DCQCN paper's rule; ConnectX's clamp_tgt_rate 1), so a flow
   // cut by a spurious mark climbs back by additive increase instead of returning to its rate at once.
   if (vendor.host.cc == "dcqcn" && vendor.host.cc_params.emplace("clamp_tgt_rate", 1).second)
@@ -237,7 +238,6 @@ std::vector<Variant> ecn_threshold(RunOptions& o) {
   auto build = [ck](Common c) {
     return [ck, c](Experiment& e) {
       Common v = c;
-      v.host.mem_bytes = std::max<size_t>(v.host.mem_bytes, ck.spec.msg_bytes);
       const LeafSpine t = build_leaf_spine(e, ck.leaves, ck.spines, ck.per_leaf, v, v.link);
       e.add_collective(ck.spec, ck.qp);
       e.watch("to_host0", *t.leaves[0], t.host_port[0]);
@@ -389,15 +389,15 @@ std::vector<Variant> pfc_deadlock(RunOptions& o) {
 // recovery, and the same loss with selective repeat.
 std::vector<Variant> allreduce_loss(RunOptions& o) {
   Knobs& k = o.knobs;
-  const CollectiveKnobs ck = collective_knobs(k, CollectiveKind::kRingAllReduce, 4, 30, 10);
+  CollectiveKnobs ck = collective_knobs(k, CollectiveKind::kRingAllReduce, 4, 30, 10);
   const double loss = k.num("loss", 0.001);
   if (loss < 0 || loss >= 1) throw std::invalid_argument("key 'loss': 0 <= loss < 1");
   const Common c = common(o, "dcqcn", default_fabric(), "firmware");
+  ck.spec.msg_bytes = c.msg_bytes;
   auto build = [ck, c](double p, bool sr) {
     return [ck, c, p, sr](Experiment& e) {
       Common v = c;
       v.host.selective_repeat = sr;
-      v.host.mem_bytes = std::max<size_t>(v.host.mem_bytes, ck.spec.msg_bytes);
       sim::LinkConfig down = v.link;
       down.loss = p;
       build_leaf_spine(e, ck.leaves, ck.spines, ck.per_leaf, v, down);
