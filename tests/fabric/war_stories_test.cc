@@ -47,18 +47,19 @@ TEST(WarStories, AllReduceAtPointOnePercentLossWithGoBackN) {
   EXPECT_GE(gbn, 0.50 / 1.5 * lossless);  // within a factor 1.5 of the reported half
 }
 
-// ECN thresholds at 1/30 of the configured ones cost AllToAll over half its bus bandwidth (reported: ~70%).
+// ECN thresholds at 1/30 of the vendor's cost AllToAll most of its bus bandwidth (reported: ~70%).
 TEST(WarStories, EcnThresholdsAtOneThirtiethOnAnAllToAll) {
   const auto r = small() ? run("ecn-threshold", {"hosts_per_leaf=2", "channels=2", "iters=3"})
-                         : run("ecn-threshold", {"hosts_per_leaf=2", "channels=2"});
+                         : run("ecn-threshold", {});
   ASSERT_EQ(r.size(), 2u);
   const double vendor = busbw(r[0]), low = busbw(r[1]);
   std::printf("busbw GB/s: vendor thresholds %.2f, 1/30 %.2f (%.0f%% lost); CNPs %lu vs %lu\n", vendor, low,
               100 * (1 - low / vendor), static_cast<unsigned long>(r[0].summary.cnp_sent),
               static_cast<unsigned long>(r[1].summary.cnp_sent));
   EXPECT_GT(r[1].summary.cnp_sent, 2 * r[0].summary.cnp_sent);
-  EXPECT_LT(low, 0.5 * vendor);
+  EXPECT_LT(low, 0.8 * vendor);
   if (small()) return;
+  EXPECT_LT(low, 0.5 * vendor);
   EXPECT_GE(1 - low / vendor, 0.70 / 1.5);  // within a factor 1.5 of the reported 70%
 }
 

@@ -229,7 +229,12 @@ std::vector<Variant> ecn_threshold(RunOptions& o) {
   // AllToAll (an MoE layer's exchange) on a leaf-spine: no link is oversubscribed, but packets of several
   // senders meet at every receiver's port, a few at a time.
   CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 12);
-  Common vendor = common(o, "dcqcn", default_fabric(), "firmware");
+  // The switch vendor's RoCE default (NVIDIA Cumulus Linux and Onyx: absolute ECN thresholds of 150 KB and
+  // 1.5 MB on the RoCE traffic class).
+  fabric::FabricConfig fab = default_fabric();
+  fab.ecn.kmin_bytes = 150'000;
+  fab.ecn.kmax_bytes = 1'500'000;
+  Common vendor = common(o, "dcqcn", fab, "firmware");
   ck.spec.msg_bytes = vendor.msg_bytes;
   // Each cut lowers the target rate too (the DCQCN paper's rule; ConnectX's clamp_tgt_rate 1), so a flow
   // cut by a spurious mark climbs back by additive increase instead of returning to its rate at once.
@@ -546,11 +551,12 @@ const std::vector<Scenario>& scenarios() {
        "PFC rarely has to act.",
        3 * kMs, pfc_vs_dcqcn},
       {"ecn-threshold",
-       "DCQCN with the configured ECN thresholds (Kmin 50 KiB, Kmax 400 KiB) and with both divided by ratio "
-       "(default 30), as operators have misconfigured them (and reported ~70% throughput loss). "
-       "workload=alltoall (default): AllToAll of size_mb (default 4) MiB per rank, iters (default 4) "
-       "operations, on a leaf-spine of leaves x hosts_per_leaf (2 x 4) hosts, channels (4) QPs per peer, "
-       "DCQCN at ConnectX firmware defaults except clamp_tgt_rate 1 (every cut lowers the target rate); "
+       "DCQCN with the vendor's ECN thresholds and with both divided by ratio (default 30), as operators "
+       "have misconfigured them (and reported ~70% throughput loss). workload=alltoall (default): AllToAll "
+       "of size_mb (default 4) MiB per rank, iters (default 4) operations, on a leaf-spine of leaves x "
+       "hosts_per_leaf (2 x 4) hosts, channels (4) QPs per peer, Kmin 150 KB / Kmax 1.5 MB (NVIDIA's switch "
+       "RoCE default), DCQCN at ConnectX firmware defaults except clamp_tgt_rate 1 (every cut lowers the "
+       "target rate); "
        "nothing is oversubscribed, but a few packets meet at each receiver's port, and at 1/30 that already "
        "marks: flows are cut and climb back by additive increase. workload=incast: the 2:1 incast (n) of "
        "docs/cc-results.md with the tuned DCQCN (use --duration-us 5000). docs/war-stories.md.",
