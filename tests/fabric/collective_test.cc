@@ -36,8 +36,9 @@ TEST(Collective, AStepWaitsForTheRingNeighboursPreviousStep) {
   const uint64_t chunk = c.chunk_bytes();
   std::vector<uint64_t> acked(8, 0);
   EXPECT_EQ(c.allowed(2, acked), chunk);  // rank 1, channel 0: step 0 needs nothing
-  acked[1] = 5 * chunk;                   // rank 0's channel 1 does not feed rank 1's channel 0
+  acked[1] = 5 * chunk;                   // rank 0's channel 1 does not feed rank 1's channel 0 ...
   EXPECT_EQ(c.allowed(2, acked), chunk);
+  EXPECT_EQ(c.allowed(3, acked), 6 * chunk);  // ... but its channel 1
   acked[0] = 3 * chunk;  // rank 0 channel 0 finished steps 0..2: rank 1 channel 0 may post step 3
   EXPECT_EQ(c.allowed(2, acked), 4 * chunk);
   acked[0] = 100 * chunk;
