@@ -33,8 +33,9 @@ double busbw(const VariantResult& r) {
 
 // 0.1% loss halves AllReduce bus bandwidth with go-back-N (reported: ~50%); selective repeat keeps it.
 TEST(WarStories, AllReduceAtPointOnePercentLossWithGoBackN) {
-  const auto r = small() ? run("allreduce-loss", {"hosts_per_leaf=2", "iters=6", "size_mb=1", "loss=0.01"})
-                         : run("allreduce-loss", {"iters=20"});
+  const auto r =
+      small() ? run("allreduce-loss", {"hosts_per_leaf=2", "channels=4", "iters=6", "size_mb=1", "loss=0.01"})
+              : run("allreduce-loss", {});
   ASSERT_EQ(r.size(), 3u);
   const double lossless = busbw(r[0]), gbn = busbw(r[1]), sr = busbw(r[2]);
   std::printf("busbw GB/s: lossless %.2f, go-back-N %.2f (%.0f%%), selective repeat %.2f (%.0f%%)\n",

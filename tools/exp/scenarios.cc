@@ -187,7 +187,7 @@ struct CollectiveKnobs {
 };
 
 CollectiveKnobs collective_knobs(Knobs& k, CollectiveKind kind, double size_mb, uint32_t iters,
-                                 uint32_t timeout) {
+                                 uint32_t channels, uint32_t timeout) {
   CollectiveKnobs ck;
   ck.leaves = count(k, "leaves", 2, 1, 16);
   ck.per_leaf = count(k, "hosts_per_leaf", 4, 1, 32);
@@ -195,7 +195,7 @@ CollectiveKnobs collective_knobs(Knobs& k, CollectiveKind kind, double size_mb, 
   ck.spec.kind = kind;
   for (uint32_t h = 0; h < ck.leaves * ck.per_leaf; ++h) ck.spec.ranks.push_back(h);
   if (ck.spec.ranks.size() < 2) throw std::invalid_argument("a collective needs 2+ hosts");
-  ck.spec.channels = count(k, "channels", 4, 1, 32);
+  ck.spec.channels = count(k, "channels", channels, 1, 32);
   const double mb = k.num("size_mb", size_mb);
   if (mb <= 0 || mb > 65536) throw std::invalid_argument("key 'size_mb': 0..65536");
   ck.spec.bytes = static_cast<uint64_t>(mb * (1 << 20));
@@ -228,7 +228,7 @@ std::vector<Variant> ecn_threshold(RunOptions& o) {
     throw std::invalid_argument("key 'workload': '" + workload + "' is not alltoall or incast");
   // AllToAll (an MoE layer's exchange) on a leaf-spine: no link is oversubscribed, but packets of several
   // senders meet at every receiver's port, a few at a time.
-  CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 12);
+  CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 4, 12);
   // The switch vendor's RoCE default (NVIDIA Cumulus Linux and Onyx: absolute ECN thresholds of 150 KB and
   // 1.5 MB on the RoCE traffic class).
   fabric::FabricConfig fab = default_fabric();
@@ -394,7 +394,7 @@ std::vector<Variant> pfc_deadlock(RunOptions& o) {
 // recovery, and the same loss with selective repeat.
 std::vector<Variant> allreduce_loss(RunOptions& o) {
   Knobs& k = o.knobs;
-  CollectiveKnobs ck = collective_knobs(k, CollectiveKind::kRingAllReduce, 4, 30, 10);
+  CollectiveKnobs ck = collective_knobs(k, CollectiveKind::kRingAllReduce, 4, 20, 8, 10);
   const double loss = k.num("loss", 0.001);
   if (loss < 0 || loss >= 1) throw std::invalid_argument("key 'loss': 0 <= loss < 1");
   const Common c = common(o, "dcqcn", default_fabric(), "firmware");
@@ -605,7 +605,7 @@ const std::vector<Scenario>& scenarios() {
       {"allreduce-loss",
        "Ring AllReduce (nccl-tests' algbw and busbw) of size_mb (default 4) MiB on every host of a "
        "leaf-spine (leaves x hosts_per_leaf, default 2 x 4; spines 2; 100 Gb/s, 1 us links), channels "
-       "(default 4) QPs per rank as NCCL's channels, iters operations (default 30, the first not measured), "
+       "(default 8) QPs per rank as NCCL's channels, iters operations (default 20, the first not measured), "
        "each starting when every rank finished the previous one. A step of a rank waits for the previous "
        "step's data from its ring neighbour, so the slowest flow sets the pace. Variants: lossless; loss "
        "(default 0.001) of the frames every NIC receives lost, go-back-N; the same with selective repeat. "
