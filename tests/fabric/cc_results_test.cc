@@ -70,7 +70,7 @@ TEST(CcResultsTest, CyclicRoutesDeadlockUnderPfc) {
 // Vendor ECN thresholds keep a 2:1 incast at line rate; Kmin/Kmax at 1/30 mark from the first queued
 // packets, cut the senders constantly and leave the bottleneck partly idle (docs/cc-results.md: 100% vs 91%).
 TEST(CcResultsTest, EcnThresholdsFarTooLowLeaveTheLinkUnderused) {
-  const auto r = run("ecn-threshold");
+  const auto r = run("ecn-threshold", {"workload=incast"}, 5000);
   ASSERT_EQ(r.size(), 2u);
   const Summary& vendor = r[0].summary;
   const Summary& low = r[1].summary;
@@ -99,7 +99,7 @@ TEST(CcResultsTest, IncastBurstSpikesTheQueueAndEveryBurstFinishes) {
 // A NIC sending XOFF forever pauses its switch port; the pause spreads to a sender's flow to a healthy
 // receiver: less total throughput, less fair, much more paused time, nothing dropped.
 TEST(CcResultsTest, PfcStormSpreadsToInnocentFlows) {
-  const auto r = run("pfc-storm");
+  const auto r = run("pfc-storm", {"storm_topo=star"});
   ASSERT_EQ(r.size(), 2u);
   const Summary& healthy = r[0].summary;
   const Summary& storm = r[1].summary;

@@ -12,7 +12,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$uroce" exp ecn-threshold --out "$dir/p" --duration-us 1000 >"$dir/out.txt" 2>"$dir/err.txt" ||
+"$uroce" exp ecn-threshold workload=incast --out "$dir/p" --duration-us 1000 >"$dir/out.txt" 2>"$dir/err.txt" ||
   { cat "$dir/out.txt" "$dir/err.txt"; fail "uroce exp ecn-threshold"; }
 cat "$dir/out.txt"
 root=$dir/p/ecn-threshold
@@ -72,7 +72,7 @@ done
 "$uroce" exp incast nokey=1 --no-plots >/dev/null 2>"$dir/e2"; rc=$?
 [ $rc != 0 ] && grep -q "unknown key 'nokey'" "$dir/e2" || fail "unknown key: exit $rc, $(head -1 "$dir/e2")"
 "$uroce" exp --list >"$dir/list" 2>&1 || fail "exp --list"
-for s in incast fair2 pfc-vs-dcqcn ecn-threshold incast-burst ecmp credit-vs-pfc pfc-storm pfc-deadlock hpcc-incast; do
+for s in incast fair2 pfc-vs-dcqcn ecn-threshold incast-burst ecmp credit-vs-pfc pfc-storm pfc-deadlock hpcc-incast allreduce-loss cnp-loss; do
   grep -q "$s" "$dir/list" || fail "--list does not name $s"
 done
 echo "PASS"

@@ -6,6 +6,7 @@
 
 #include "fabric/fabric.h"
 #include "sim/fabric_queue.h"
+#include "sim/rng.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
@@ -36,10 +37,47 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+namespace {
+
+// A NIC port that loses a fraction of the CNPs it receives (HostConfig::cnp_loss) and passes everything
+// else; buffers are the simulator port's, with the ownership rules of PacketIo.
+class CnpLossyPort final : public PacketIo {
+ public:
+  CnpLossyPort(sim::SimPort& port, double loss, uint64_t seed) : port_(port), loss_(loss), rng_(seed) {}
+  uint16_t alloc_burst(PktBuf** b, uint16_t n) override { return port_.alloc_burst(b, n); }
+  uint16_t tx_burst(PktBuf** b, uint16_t n) override { return port_.tx_burst(b, n); }
+  void free_burst(PktBuf** b, uint16_t n) override { port_.free_burst(b, n); }
+  uint16_t max_frame() const override { return port_.max_frame(); }
+  uint16_t rx_burst(PktBuf** b, uint16_t n) override {
+    const uint16_t got = port_.rx_burst(b, n);
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < got; ++i) {
+      const fabric::FrameClass c = fabric::classify(b[i]->data, b[i]->len, 0);
+      if (c.bth_offset != 0 &&
+          wire::bth_opcode(*reinterpret_cast<const wire::Bth*>(b[i]->data + c.bth_offset)) ==
+              wire::op::kCnp &&
+          rng_.chance(loss_)) {
+        port_.free_burst(&b[i], 1);
+        continue;
+      }
+      b[kept++] = b[i];
+    }
+    return kept;
+  }
+
+ private:
+  sim::SimPort& port_;
+  double loss_;
+  sim::SimRng rng_;
+};
+
+}  // namespace
+
 struct Experiment::Host final : sim::SimNode {
   HostConfig cfg;
   std::vector<uint8_t> mem;
   sim::SimPort* port = nullptr;
+  std::unique_ptr<CnpLossyPort> lossy;  // between the device and `port` when cfg.cnp_loss > 0
   std::unique_ptr<Device> dev;
   Pd* pd = nullptr;
   Cq* cq = nullptr;
@@ -59,7 +97,8 @@ struct Experiment::Flow {
   uint64_t rx_bytes = 0;
   uint64_t fct_ns = 0;
   bool failed = false;
-  bool done = false;  // finished or failed; no longer driven
+  bool done = false;    // finished or failed; no longer driven
+  int32_t coll_k = -1;  // the collective's edge this flow carries, or -1
 };
 
 // Samples on its own clock: a node whose deadline is the next sample time.
@@ -154,12 +193,18 @@ uint32_t Experiment::add_host(const HostConfig& cfg) {
   dc.link_rate_bps = cfg.rate_bps;
   dc.cc = cfg.cc;
   dc.cc_params = cfg.cc_params;
+  dc.selective_repeat = cfg.selective_repeat;
   sim::PortConfig pc;
   pc.mac = wire::mac_to_u64(dc.mac);
   pc.pool_frames = 512;
   pc.tx_ring_frames = 64;
   h->port = &net_.add_port(pc);
-  h->dev = std::make_unique<Device>(dc, h->port, &net_.clock());
+  PacketIo* io = h->port;
+  if (cfg.cnp_loss > 0) {
+    h->lossy = std::make_unique<CnpLossyPort>(*h->port, cfg.cnp_loss, net_.seed() * 1000003 + idx);
+    io = h->lossy.get();
+  }
+  h->dev = std::make_unique<Device>(dc, io, &net_.clock());
   if (h->dev->alloc_pd(&h->pd) || h->dev->create_cq(8192, &h->cq) ||
       h->dev->reg_mr(h->pd, h->mem.data(), h->mem.size(), kAccessAll, &h->mr))
     throw std::runtime_error("host setup failed");
@@ -226,8 +271,8 @@ void Experiment::wire(uint32_t idx) {
       return false;
     at.qp_state = QpState::kRts;
     at.sq_psn = sq_psn;
-    at.timeout = 12;  // ~17 ms: DCQCN may slow a flow to its minimum rate, ACKs then come rarely
-    at.retry_cnt = 7;
+    at.timeout = spec.timeout;
+    at.retry_cnt = spec.retry_cnt;
     at.rnr_retry = 7;
     at.max_rd_atomic = 16;
     return qp->modify(at, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic) ==
@@ -245,6 +290,26 @@ void Experiment::unwire(uint32_t idx) {
   hosts_[f.spec.src]->dev->destroy_qp(f.sq);
   hosts_[f.spec.dst]->dev->destroy_qp(f.rq);
   f.sq = f.rq = nullptr;
+}
+
+void Experiment::add_collective(const CollectiveSpec& spec, const FlowSpec& qp) {
+  if (coll_) throw std::invalid_argument("one collective per experiment");
+  coll_ = std::make_unique<Collective>(spec);
+  for (size_t k = 0; k < coll_->edges().size(); ++k) {
+    FlowSpec f = qp;
+    f.src = coll_->edges()[k].src;
+    f.dst = coll_->edges()[k].dst;
+    f.bytes = coll_->total_bytes(k);
+    f.start_ns = 0;
+    f.sport = spec.sport;
+    f.msg_bytes = static_cast<uint32_t>(std::min<uint64_t>(spec.msg_bytes, coll_->chunk_bytes()));
+    f.depth = spec.depth;
+    f.transient = false;
+    const uint32_t idx = add_flow(f);
+    flows_[idx]->coll_k = static_cast<int32_t>(k);
+    coll_flows_.push_back(idx);
+  }
+  coll_acked_.assign(coll_flows_.size(), 0);
 }
 
 void Experiment::watch(const std::string& name, sim::SimSwitch& sw, uint32_t port) {
@@ -270,6 +335,10 @@ bool Experiment::drive() {
       }
     }
   }
+  if (coll_) {
+    for (size_t k = 0; k < coll_flows_.size(); ++k) coll_acked_[k] = flows_[coll_flows_[k]]->acked;
+    coll_->update(now, coll_acked_);
+  }
   while (!pending_.empty() && flows_[pending_.back()]->spec.start_ns <= now) {
     const uint32_t idx = pending_.back();
     pending_.pop_back();
@@ -293,10 +362,12 @@ bool Experiment::drive() {
     active_[keep++] = i;
     all_done = false;
     bool posted = false;
-    while (f.outstanding < f.spec.depth && (f.spec.bytes == 0 || f.posted < f.spec.bytes)) {
+    // A collective's flow may post only the steps whose inputs have arrived.
+    const uint64_t limit =
+        f.coll_k >= 0 ? coll_->allowed(static_cast<size_t>(f.coll_k), coll_acked_) : f.spec.bytes;
+    while (f.outstanding < f.spec.depth && (limit == 0 || f.posted < limit)) {
       const uint32_t len = static_cast<uint32_t>(
-          f.spec.bytes == 0 ? f.spec.msg_bytes
-                            : std::min<uint64_t>(f.spec.msg_bytes, f.spec.bytes - f.posted));
+          limit == 0 ? f.spec.msg_bytes : std::min<uint64_t>(f.spec.msg_bytes, limit - f.posted));
       Host& a = *hosts_[f.spec.src];
       Host& b = *hosts_[f.spec.dst];
       Sge sge{reinterpret_cast<uint64_t>(a.mem.data()), len, a.mr->lkey};
@@ -426,6 +497,7 @@ Summary Experiment::run(uint64_t duration_ns, uint64_t sample_ns, uint64_t rate_
   double lo = 1e300, hi = 0;
   for (size_t i = 0; i < flows_.size(); ++i) {
     const Flow& f = *flows_[i];
+    if (f.coll_k >= 0) continue;
     if (f.spec.bytes != 0) {
       ++s.finite_flows;
       if (f.fct_ns) ++s.finished_flows;
@@ -462,9 +534,14 @@ Summary Experiment::run(uint64_t duration_ns, uint64_t sample_ns, uint64_t rate_
     s.ecn_marked += h->dev->counters()[Counter::kEcnMarked];
     s.retransmits += h->dev->counters()[Counter::kRetransmits];
   }
+  if (coll_) {
+    s.has_collective = true;
+    s.collective = coll_->result(0);
+  }
   std::vector<double> slow;
-  for (const FlowResult& r : flow_results())
-    if (r.fct_ns) slow.push_back(r.slowdown);
+  const std::vector<FlowResult> results = flow_results();
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].fct_ns && flows_[i]->coll_k < 0) slow.push_back(results[i].slowdown);
   s.fct_slowdown_p50 = percentile(slow, 50);
   s.fct_slowdown_p99 = percentile(slow, 99);
   return s;

@@ -11,6 +11,7 @@
 
 #include "cc/cc.h"
 #include "sim/sim_network.h"
+#include "tools/exp/collective.h"
 #include "transport/device.h"
 
 namespace uroce::exp {
@@ -21,8 +22,12 @@ struct HostConfig {
   std::string cc = "dcqcn";
   cc::Params cc_params;
   uint64_t rate_bps = 100'000'000'000;
-  size_t mem_bytes = 1 << 20;  // the largest WRITE a flow on this host posts
-  Mtu mtu = Mtu::k4096;        // path MTU of the flows this host sends
+  size_t mem_bytes = 1 << 20;     // the largest WRITE a flow on this host posts
+  Mtu mtu = Mtu::k4096;           // path MTU of the flows this host sends
+  bool selective_repeat = false;  // DeviceConfig::selective_repeat: RC QPs recover loss selectively
+  // Probability that a CNP arriving at this host (as the sender of the flow it throttles) is lost, as CNPs
+  // on a lossy class or filtered by a switch ACL are.
+  double cnp_loss = 0;
 };
 
 struct FlowSpec {
@@ -35,6 +40,9 @@ struct FlowSpec {
   // The flow's QP pair is made at start_ns and destroyed once the flow is done (finite flows only), as
   // an RNIC's connection per flow in a trace of many short flows; otherwise both exist for the whole run.
   bool transient = false;
+  // The requester's local ACK timeout (IBA exponent: 4.096 us * 2^timeout) and retry count.
+  uint8_t timeout = 12;  // ~17 ms: DCQCN may slow a flow to its minimum rate, ACKs then come rarely
+  uint8_t retry_cnt = 7;
 };
 
 // A queue whose depth the sampler records; the first watched queue is the bottleneck of the summary.
@@ -59,6 +67,8 @@ struct Summary {
   uint32_t finite_flows = 0, finished_flows = 0;
   double fct_slowdown_p50 = 0, fct_slowdown_p99 = 0;
   std::string status;  // run status of the simulator
+  bool has_collective = false;
+  CollectiveResult collective;
 };
 
 class Experiment {
@@ -74,6 +84,10 @@ class Experiment {
   // Wires a flow's QP pair; call after the topology is complete.
   uint32_t add_flow(const FlowSpec& spec);
   void watch(const std::string& name, sim::SimSwitch& sw, uint32_t port);
+  // A collective (one per experiment) over hosts already attached: its flows take `qp`'s QP settings
+  // (timeout, retry count; src, dst, bytes, sport and sizes come from the collective). The run ends when it
+  // completes; its bandwidths are in Summary::collective.
+  void add_collective(const CollectiveSpec& spec, const FlowSpec& qp = {});
   // A faulty NIC: from `start_ns` on, host `host` sends a PFC XOFF (max quanta) for `prio` every
   // `period_ns`, whether or not it is congested (a PFC storm).
   void add_pfc_storm(uint32_t host, uint8_t prio, uint64_t start_ns, uint64_t period_ns);
@@ -136,6 +150,9 @@ class Experiment {
   std::vector<RateRow> rates_;
   std::vector<QueueRow> queues_;
   std::vector<uint64_t> last_rx_;
+  std::unique_ptr<Collective> coll_;
+  std::vector<uint32_t> coll_flows_;  // flow index of the collective's edge k
+  std::vector<uint64_t> coll_acked_;  // acknowledged bytes of edge k
 };
 
 // Jain's fairness index of `x` (1 = all equal).

@@ -192,6 +192,17 @@ void print_summary(FILE* f, const std::vector<VariantResult>& rs) {
                  s.fct_slowdown_p50, s.fct_slowdown_p99);
   }
   for (const VariantResult& r : rs) {
+    const CollectiveResult& c = r.summary.collective;
+    if (!r.summary.has_collective) continue;
+    std::fprintf(f,
+                 "%s: %s of %.0f MiB on %u ranks x %u channels: %u of its operations done, %u measured: "
+                 "algbw %.2f GB/s, busbw %.2f GB/s; operation mean %.0f us, max %.0f us; step p50 %.1f us, "
+                 "max %.1f us\n",
+                 r.name.c_str(), c.kind.c_str(), static_cast<double>(c.bytes) / (1 << 20), c.ranks,
+                 c.channels, c.iterations_done, c.measured, c.algbw_gbyte_s, c.busbw_gbyte_s, c.op_mean_us,
+                 c.op_max_us, c.step_p50_us, c.step_max_us);
+  }
+  for (const VariantResult& r : rs) {
     if (r.summary.status != "time_limit" && r.summary.status != "done")
       std::fprintf(f, "%s: simulator stopped: %s\n", r.name.c_str(), r.summary.status.c_str());
     if (r.summary.finite_flows)

@@ -1,5 +1,6 @@
 #include "tools/exp/scenarios.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -27,8 +28,11 @@ uint32_t kb(Knobs& k, const std::string& key, uint64_t def_bytes) {
   return static_cast<uint32_t>(v * 1024);
 }
 
-// Reads the knobs every scenario shares, starting from `fabric` as the scenario's defaults.
-Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig fabric) {
+// Reads the knobs every scenario shares, starting from `fabric` as the scenario's defaults. With DCQCN,
+// `dcqcn_profile` is the default of the `dcqcn` knob: "tuned" (settings for this simulation) or "firmware"
+// (ConnectX firmware defaults, cc/dcqcn.cc, as the war stories run it).
+Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig fabric,
+              const char* dcqcn_profile = "tuned") {
   Knobs& k = o.knobs;
   Common c;
   c.link.rate_bps = static_cast<uint64_t>(k.num("link_gbps", 100) * 1e9);
@@ -64,7 +68,10 @@ Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig
   c.fabric = fabric;
   c.host.cc = o.cc.empty() ? default_cc : o.cc;
   c.host.cc_params = k.cc_params();
-  if (c.host.cc == "dcqcn") {
+  const std::string profile = c.host.cc == "dcqcn" ? k.str("dcqcn", dcqcn_profile) : "";
+  if (profile != "" && profile != "tuned" && profile != "firmware")
+    throw std::invalid_argument("key 'dcqcn': '" + profile + "' is not tuned or firmware");
+  if (profile == "tuned") {
     // ConnectX's firmware defaults leave a 16:1 incast to PFC: back-to-back CNPs keep the target rate at
     // the line rate (clamp_tgt_rate 0), so fast recovery heads straight back there and the queue sits at the
     // pause threshold. The paper's rule (Rt = Rc at every cut) with faster, finer recovery settles it within
@@ -145,17 +152,103 @@ std::vector<Variant> pfc_vs_dcqcn(RunOptions& o) {
   return {incast_variant("pfc-only", n, pfc_only), incast_variant(with_cc.host.cc + "+pfc", n, with_cc)};
 }
 
+// Leaves with `per_leaf` hosts each (host h on leaf h / per_leaf), every leaf joined to every spine; host
+// links carry `down` from the leaf to the host and c.link the other way and between switches.
+struct LeafSpine {
+  std::vector<sim::SimSwitch*> leaves, spines;
+  std::vector<uint32_t> host_port;        // the leaf port of host h
+  std::vector<std::vector<uint32_t>> up;  // up[l][s]: leaf l's port toward spine s
+};
+
+LeafSpine build_leaf_spine(Experiment& e, uint32_t leaves, uint32_t spines, uint32_t per_leaf,
+                           const Common& c, const sim::LinkConfig& down) {
+  sim::SwitchConfig sc;
+  sc.fabric = c.fabric;
+  sc.buffer_frames = static_cast<uint32_t>(c.fabric.buffer_bytes / 1024 + 256);
+  sim::SimNetwork& net = e.net();
+  LeafSpine t;
+  for (uint32_t l = 0; l < leaves; ++l) t.leaves.push_back(&net.add_switch(sc));
+  for (uint32_t s = 0; s < spines; ++s) t.spines.push_back(&net.add_switch(sc));
+  t.up.resize(leaves);
+  for (uint32_t l = 0; l < leaves; ++l)
+    for (uint32_t s = 0; s < spines; ++s)
+      t.up[l].push_back(net.connect(*t.leaves[l], *t.spines[s], c.link).first);
+  for (uint32_t h = 0; h < leaves * per_leaf; ++h)
+    t.host_port.push_back(net.attach(e.port(e.add_host(c.host)), *t.leaves[h / per_leaf], c.link, down));
+  net.compute_routes();
+  return t;
+}
+
+// The collective scenarios' shape: knobs for the topology, the operation and the NIC's retransmission.
+struct CollectiveKnobs {
+  uint32_t leaves, per_leaf, spines;
+  CollectiveSpec spec;
+  FlowSpec qp;  // timeout and retry count of every QP
+};
+
+CollectiveKnobs collective_knobs(Knobs& k, CollectiveKind kind, double size_mb, uint32_t iters,
+                                 uint32_t channels, uint32_t timeout) {
+  CollectiveKnobs ck;
+  ck.leaves = count(k, "leaves", 2, 1, 16);
+  ck.per_leaf = count(k, "hosts_per_leaf", 4, 1, 32);
+  ck.spines = count(k, "spines", 2, 1, 16);
+  ck.spec.kind = kind;
+  for (uint32_t h = 0; h < ck.leaves * ck.per_leaf; ++h) ck.spec.ranks.push_back(h);
+  if (ck.spec.ranks.size() < 2) throw std::invalid_argument("a collective needs 2+ hosts");
+  ck.spec.channels = count(k, "channels", channels, 1, 32);
+  const double mb = k.num("size_mb", size_mb);
+  if (mb <= 0 || mb > 65536) throw std::invalid_argument("key 'size_mb': 0..65536");
+  ck.spec.bytes = static_cast<uint64_t>(mb * (1 << 20));
+  ck.spec.iterations = count(k, "iters", iters, 2, 100000);
+  ck.spec.warmup = 1;
+  // NCCL sets every QP's local ACK timeout (IBA exponent: 4.096 us * 2^timeout) from NCCL_IB_TIMEOUT and
+  // its retry count from NCCL_IB_RETRY_CNT (default 7).
+  ck.qp.timeout = static_cast<uint8_t>(count(k, "nccl_ib_timeout", timeout, 1, 31));
+  ck.qp.retry_cnt = static_cast<uint8_t>(count(k, "nccl_ib_retry_cnt", 7, 0, 7));
+  return ck;
+}
+
 std::vector<Variant> ecn_threshold(RunOptions& o) {
-  const uint32_t n = count(o.knobs, "n", 2, 2, 64);
+  const std::string workload = o.knobs.str("workload", "alltoall");
   const double ratio = o.knobs.num("ratio", 30);
   if (ratio < 1) throw std::invalid_argument("key 'ratio': must be >= 1");
-  const Common vendor = common(o, "dcqcn", default_fabric());
-  Common low = vendor;
-  low.fabric.ecn.kmin_bytes = static_cast<uint32_t>(vendor.fabric.ecn.kmin_bytes / ratio);
-  low.fabric.ecn.kmax_bytes = static_cast<uint32_t>(vendor.fabric.ecn.kmax_bytes / ratio);
   char name[32];
   std::snprintf(name, sizeof name, "kmin-div%g", ratio);
-  return {incast_variant("vendor", n, vendor), incast_variant(name, n, low)};
+  auto divided = [ratio](Common c) {
+    c.fabric.ecn.kmin_bytes = static_cast<uint32_t>(c.fabric.ecn.kmin_bytes / ratio);
+    c.fabric.ecn.kmax_bytes = static_cast<uint32_t>(c.fabric.ecn.kmax_bytes / ratio);
+    return c;
+  };
+  if (workload == "incast") {
+    const uint32_t n = count(o.knobs, "n", 2, 2, 64);
+    const Common vendor = common(o, "dcqcn", default_fabric());
+    return {incast_variant("vendor", n, vendor), incast_variant(name, n, divided(vendor))};
+  }
+  if (workload != "alltoall")
+    throw std::invalid_argument("key 'workload': '" + workload + "' is not alltoall or incast");
+  // AllToAll (an MoE layer's exchange) on a leaf-spine: no link is oversubscribed, but packets of several
+  // senders meet at every receiver's port, a few at a time.
+  CollectiveKnobs ck = collective_knobs(o.knobs, CollectiveKind::kAllToAll, 4, 4, 4, 12);
+  // The switch vendor's RoCE default (NVIDIA Cumulus Linux and Onyx: absolute ECN thresholds of 150 KB and
+  // 1.5 MB on the RoCE traffic class).
+  fabric::FabricConfig fab = default_fabric();
+  fab.ecn.kmin_bytes = 150'000;
+  fab.ecn.kmax_bytes = 1'500'000;
+  Common vendor = common(o, "dcqcn", fab, "firmware");
+  ck.spec.msg_bytes = vendor.msg_bytes;
+  // Each cut lowers the target rate too (the DCQCN paper's rule; ConnectX's clamp_tgt_rate 1), so a flow
+  // cut by a spurious mark climbs back by additive increase instead of returning to its rate at once.
+  if (vendor.host.cc == "dcqcn" && vendor.host.cc_params.emplace("clamp_tgt_rate", 1).second)
+    o.knobs.note_default("cc.clamp_tgt_rate", 1);
+  auto build = [ck](Common c) {
+    return [ck, c](Experiment& e) {
+      Common v = c;
+      const LeafSpine t = build_leaf_spine(e, ck.leaves, ck.spines, ck.per_leaf, v, v.link);
+      e.add_collective(ck.spec, ck.qp);
+      e.watch("to_host0", *t.leaves[0], t.host_port[0]);
+    };
+  };
+  return {Variant{"vendor", build(vendor)}, Variant{name, build(divided(vendor))}};
 }
 
 std::vector<Variant> incast_burst(RunOptions& o) {
@@ -229,21 +322,41 @@ std::vector<Variant> credit_vs_pfc(RunOptions& o) {
   return {incast_variant("pfc", n, pfc), incast_variant("credit", n, credit)};
 }
 
-// Hosts: 0 = the faulty NIC X, 1 = a victim receiver V, 2 and 3 senders. Flows: 2 -> X, 2 -> V, 3 -> V.
+// Leaf-spine, 2 leaves x 4 hosts, 2 spines. Leaf 1: X (host 4, the stuck NIC), V1 (5), V2 (6), 7; leaf 0:
+// senders 0..3. Flows: 0 -> X (the only traffic for X), 0 -> V1, 1 -> V2 (both innocent, crossing the
+// spines), 2 -> 3 (innocent, within leaf 0), 7 -> V1 (innocent, within leaf 1). With storm_topo=star the
+// original one-switch version: X = 0, V = 1, senders 2 and 3 (flows 2 -> X, 2 -> V, 3 -> V).
 std::vector<Variant> pfc_storm(RunOptions& o) {
   const uint64_t at =
       static_cast<uint64_t>(o.knobs.num("storm_at_us", static_cast<double>(o.duration_ns * 2 / 5 / kUs))) *
       kUs;
+  const std::string topo = o.knobs.str("storm_topo", "leaf-spine");
+  if (topo != "leaf-spine" && topo != "star")
+    throw std::invalid_argument("key 'storm_topo': '" + topo + "' is not leaf-spine or star");
   const Common c = common(o, "dcqcn", default_fabric());
-  auto build = [c, at](bool storm) {
-    return [c, at, storm](Experiment& e) {
-      sim::SimSwitch& sw = build_star(e, 4, c.host, c.fabric, c.link);
-      e.add_flow(long_flow(2, 0, c));
-      e.add_flow(long_flow(2, 1, c));
-      e.add_flow(long_flow(3, 1, c));
-      if (storm) e.add_pfc_storm(0, 3, at, 100 * kUs);
-      e.watch("to_X", sw, 0);
-      e.watch("to_V", sw, 1);
+  auto build = [c, at, topo](bool storm) {
+    return [c, at, topo, storm](Experiment& e) {
+      if (topo == "star") {
+        sim::SimSwitch& sw = build_star(e, 4, c.host, c.fabric, c.link);
+        e.add_flow(long_flow(2, 0, c));
+        e.add_flow(long_flow(2, 1, c));
+        e.add_flow(long_flow(3, 1, c));
+        if (storm) e.add_pfc_storm(0, 3, at, 100 * kUs);
+        e.watch("to_X", sw, 0);
+        e.watch("to_V", sw, 1);
+        return;
+      }
+      const LeafSpine t = build_leaf_spine(e, 2, 2, 4, c, c.link);
+      e.add_flow(long_flow(0, 4, c));
+      e.add_flow(long_flow(0, 5, c));
+      e.add_flow(long_flow(1, 6, c));
+      e.add_flow(long_flow(2, 3, c));
+      e.add_flow(long_flow(7, 5, c));
+      if (storm) e.add_pfc_storm(4, 3, at, 100 * kUs);
+      e.watch("to_X", *t.leaves[1], t.host_port[4]);
+      e.watch("to_V1", *t.leaves[1], t.host_port[5]);
+      e.watch("spine0_to_leaf1", *t.spines[0], 1);
+      e.watch("leaf0_to_spine0", *t.leaves[0], t.up[0][0]);
     };
   };
   return {Variant{"healthy", build(false)}, Variant{"storm", build(true)}};
@@ -275,6 +388,50 @@ std::vector<Variant> pfc_deadlock(RunOptions& o) {
     };
   };
   return {Variant{"clockwise", build(true)}, Variant{"shortest-path", build(false)}};
+}
+
+// Ring AllReduce over a leaf-spine, lossless, with `loss` of the frames each NIC receives lost and go-back-N
+// recovery, and the same loss with selective repeat.
+std::vector<Variant> allreduce_loss(RunOptions& o) {
+  Knobs& k = o.knobs;
+  CollectiveKnobs ck = collective_knobs(k, CollectiveKind::kRingAllReduce, 4, 20, 8, 10);
+  const double loss = k.num("loss", 0.001);
+  if (loss < 0 || loss >= 1) throw std::invalid_argument("key 'loss': 0 <= loss < 1");
+  const Common c = common(o, "dcqcn", default_fabric(), "firmware");
+  ck.spec.msg_bytes = c.msg_bytes;
+  auto build = [ck, c](double p, bool sr) {
+    return [ck, c, p, sr](Experiment& e) {
+      Common v = c;
+      v.host.selective_repeat = sr;
+      sim::LinkConfig down = v.link;
+      down.loss = p;
+      build_leaf_spine(e, ck.leaves, ck.spines, ck.per_leaf, v, down);
+      e.add_collective(ck.spec, ck.qp);
+    };
+  };
+  char name[48];
+  std::snprintf(name, sizeof name, "loss%g-gbn", loss * 100);
+  std::string gbn = name;
+  std::snprintf(name, sizeof name, "loss%g-sr", loss * 100);
+  return {Variant{"lossless", build(0, false)}, Variant{gbn, build(loss, false)},
+          Variant{name, build(loss, true)}};
+}
+
+// N:1 incast with DCQCN where the senders lose `cnp_loss` of the CNPs sent to them, against all CNPs
+// arriving and against a quarter of the loss (the remedy: CNPs on a class that is not dropped).
+std::vector<Variant> cnp_loss(RunOptions& o) {
+  const uint32_t n = count(o.knobs, "n", 16, 2, 64);
+  const double p = o.knobs.num("cnp_loss", 0.5);
+  if (p < 0 || p > 1) throw std::invalid_argument("key 'cnp_loss': 0..1");
+  const Common c = common(o, "dcqcn", default_fabric());
+  Common lossy = c, less = c;
+  lossy.host.cnp_loss = p;
+  less.host.cnp_loss = p / 4;
+  char name[48];
+  std::snprintf(name, sizeof name, "lose%g%%", p * 100);
+  std::string lose = name;
+  std::snprintf(name, sizeof name, "lose%g%%", p * 25);
+  return {incast_variant("all-cnps", n, c), incast_variant(lose, n, lossy), incast_variant(name, n, less)};
 }
 
 std::vector<Variant> hpcc_incast(RunOptions& o) {
@@ -394,13 +551,16 @@ const std::vector<Scenario>& scenarios() {
        "PFC rarely has to act.",
        3 * kMs, pfc_vs_dcqcn},
       {"ecn-threshold",
-       "DCQCN with the vendor-recommended ECN thresholds and with Kmin/Kmax divided by ratio (default 30), "
-       "as "
-       "operators have misconfigured them. Marking that starts at a few kilobytes cuts the senders' rates "
-       "long "
-       "before the queue is a problem, and the link is left underused (operators reported ~70% throughput "
-       "loss).",
-       5 * kMs, ecn_threshold},
+       "DCQCN with the vendor's ECN thresholds and with both divided by ratio (default 30), as operators "
+       "have misconfigured them (and reported ~70% throughput loss). workload=alltoall (default): AllToAll "
+       "of size_mb (default 4) MiB per rank, iters (default 4) operations, on a leaf-spine of leaves x "
+       "hosts_per_leaf (2 x 4) hosts, channels (4) QPs per peer, Kmin 150 KB / Kmax 1.5 MB (NVIDIA's switch "
+       "RoCE default), DCQCN at ConnectX firmware defaults except clamp_tgt_rate 1 (every cut lowers the "
+       "target rate); "
+       "nothing is oversubscribed, but a few packets meet at each receiver's port, and at 1/30 that already "
+       "marks: flows are cut and climb back by additive increase. workload=incast: the 2:1 incast (n) of "
+       "docs/cc-results.md with the tuned DCQCN (use --duration-us 5000). docs/war-stories.md.",
+       100 * kMs, ecn_threshold},
       {"incast-burst",
        "A long flow to a receiver is hit by n (default 8) senders each writing burst_kb (default 512 KiB) to "
        "the same receiver at burst_at_us. Shows the long flow's rate dip and recovery, the queue spike, and "
@@ -420,12 +580,13 @@ const std::vector<Scenario>& scenarios() {
        "no pause frames and no headroom and bound each ingress to its advertised buffer.",
        3 * kMs, credit_vs_pfc},
       {"pfc-storm",
-       "A NIC gone bad keeps sending PFC XOFF frames (from storm_at_us on, every 100 us). Its switch port "
-       "stops "
-       "sending to it; frames for it pile up and hold the buffer of the ingress they came from, which pauses "
-       "that sender, so its flow to a healthy receiver V stops too (flow 1), while another sender keeps V's "
-       "link. Compare total and per-flow throughput with the healthy run: PFC spreads one fault to innocent "
-       "flows.",
+       "A NIC gone bad (a stuck receiver X) keeps sending PFC XOFF frames (from storm_at_us on, every 100 "
+       "us). storm_topo=leaf-spine (default): 2 leaves x 4 hosts, 2 spines; X on leaf 1; flows 0 -> X, "
+       "0 -> V1 and 1 -> V2 across the spines, 2 -> 3 within leaf 0, 7 -> V1 within leaf 1. Leaf 1 stops "
+       "sending to X, frames for X hold the buffer of the spine ingresses, so leaf 1 pauses the spines, the "
+       "spines pause leaf 0's uplinks, leaf 0 pauses senders 0 and 1: the innocent flows 1 and 2 stop three "
+       "hops from the fault. storm_topo=star: the one-switch version (flows 2 -> X, 2 -> V, 3 -> V). No PFC "
+       "watchdog is modelled. docs/war-stories.md.",
        3 * kMs, pfc_storm},
       {"pfc-deadlock",
        "Four switches in a ring with one host each; every host writes to the host three hops away and the "
@@ -441,6 +602,22 @@ const std::vector<Scenario>& scenarios() {
        "measured utilisation. HPCC aims at ~95% utilisation with a near-empty queue. Needs the 'hpcc' "
        "algorithm in cc/.",
        3 * kMs, hpcc_incast},
+      {"allreduce-loss",
+       "Ring AllReduce (nccl-tests' algbw and busbw) of size_mb (default 4) MiB on every host of a "
+       "leaf-spine (leaves x hosts_per_leaf, default 2 x 4; spines 2; 100 Gb/s, 1 us links), channels "
+       "(default 8) QPs per rank as NCCL's channels, iters operations (default 20, the first not measured), "
+       "each starting when every rank finished the previous one. A step of a rank waits for the previous "
+       "step's data from its ring neighbour, so the slowest flow sets the pace. Variants: lossless; loss "
+       "(default 0.001) of the frames every NIC receives lost, go-back-N; the same with selective repeat. "
+       "QPs take nccl_ib_timeout (IBA exponent, default 10: 4.096 us * 2^10 = 4.2 ms) and nccl_ib_retry_cnt "
+       "(7); DCQCN at ConnectX firmware defaults. docs/war-stories.md.",
+       10'000 * kMs, allreduce_loss},
+      {"cnp-loss",
+       "N:1 incast (default 16) with DCQCN (the tuned settings of docs/cc-results.md, under which it holds "
+       "the queue) where the senders lose cnp_loss (default 0.5) of the CNPs sent to them, as CNPs on a "
+       "lossy class or filtered by an ACL are: DCQCN goes blind, the queue climbs to the PFC threshold and "
+       "pause frames multiply. Third variant: a quarter of the loss. docs/war-stories.md.",
+       5 * kMs, cnp_loss},
   };
   return all;
 }
