@@ -1,5 +1,5 @@
-// A FIFO ring of trivially copyable items (a switch port's queues, the simulator's rings). It grows by doubling when full and never shrinks, so once a
-// simulation has warmed up push/pop never allocate.
+// A FIFO ring of trivially copyable items (a switch port's queues, the simulator's rings). It grows by
+// doubling when full and never shrinks, so once a simulation has warmed up push/pop never allocate.
 #pragma once
 
 #include <bit>

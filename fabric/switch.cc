@@ -157,7 +157,8 @@ bool Switch::admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t len, 
   } else if (m.lossless) {
     const PortParams& ip = ports_[in].params;
     const uint64_t held = ports_[in].bytes[m.prio] + len;
-    if (cfg_.flow_control == FlowControl::kPfc && held > uint64_t{ip.pfc_xoff_bytes} + ip.pfc_headroom_bytes) {
+    if (cfg_.flow_control == FlowControl::kPfc &&
+        held > uint64_t{ip.pfc_xoff_bytes} + ip.pfc_headroom_bytes) {
       ++c.drop_headroom;
       ok = false;
     } else if (cfg_.flow_control == FlowControl::kCredit && held > cfg_.credit_bytes) {
@@ -165,8 +166,8 @@ bool Switch::admit(uint32_t in, uint32_t out, const FrameMeta& m, uint32_t len, 
       ok = false;
     }
   } else {
-    const uint64_t limit = ports_[out].params.limit_bytes != 0 ? ports_[out].params.limit_bytes
-                                                               : cfg_.port_limit_bytes;
+    const uint64_t limit =
+        ports_[out].params.limit_bytes != 0 ? ports_[out].params.limit_bytes : cfg_.port_limit_bytes;
     const uint64_t q = driver_.queue(out).prio_bytes(m.prio) + len;
     if ((limit != 0 && q > limit) ||
         (cfg_.dt_alpha > 0 &&
@@ -192,7 +193,8 @@ void Switch::enqueue(uint32_t out, Queued* q, uint64_t now, bool flood_copy) {
   if (m.lossless) {
     Port& in = ports_[m.in_port];
     in.bytes[m.prio] += len;
-    if (cfg_.flow_control == FlowControl::kPfc && !in.xoff[m.prio] && in.bytes[m.prio] >= in.params.pfc_xoff_bytes)
+    if (cfg_.flow_control == FlowControl::kPfc && !in.xoff[m.prio] &&
+        in.bytes[m.prio] >= in.params.pfc_xoff_bytes)
       send_pfc(m.in_port, m.prio, true, now);
   }
   if (!flood_copy) ++counters_.forwarded;

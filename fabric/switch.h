@@ -152,7 +152,8 @@ class Switch {
   void enqueue(uint32_t out, Queued* q, uint64_t now, bool flood_copy = false);
   // departing() + left(), for a driver whose frame leaves the buffer as it is dequeued.
   void departed(uint32_t port, Queued* q, uint64_t now);
-  // The frame is dequeued for transmission on `port`: ECN marking at departure (it must not be on the wire yet).
+  // The frame is dequeued for transmission on `port`: ECN marking at departure (it must not be on the wire
+  // yet).
   void departing(uint32_t port, Queued* q);
   // The frame has left the switch's buffer at `now` (transmitted): released, XON, credits returned.
   void left(const Queued& q, uint64_t now) { release(q, now, true); }

@@ -42,7 +42,8 @@ void FabricQueue::apply_pfc(const fabric::PfcFrame& pfc, uint64_t now) {
   bool resumed = false;
   const uint8_t paused = q_.apply_pfc(pfc, now, &resumed);
   for (uint32_t p = 0; p < fabric::kPriorities; ++p)
-    if ((paused >> p & 1) && events_) events_->schedule(q_.pause_until(static_cast<uint8_t>(p)), this, kPauseEnd | p << 4);
+    if ((paused >> p & 1) && events_)
+      events_->schedule(q_.pause_until(static_cast<uint8_t>(p)), this, kPauseEnd | p << 4);
   if (resumed && link_) link_->kick(now);
 }
 

@@ -48,7 +48,8 @@ bool SimSwitch::send_control(uint32_t port, const uint8_t* frame, uint16_t len, 
 
 void SimSwitch::return_credits(uint32_t port, uint8_t prio, uint32_t blocks, uint64_t now) {
   Link* l = feeder_[port];
-  if (l != nullptr) static_cast<FabricQueue&>(l->queue()).return_credits(prio, blocks, now + l->config().delay_ns);
+  if (l != nullptr)
+    static_cast<FabricQueue&>(l->queue()).return_credits(prio, blocks, now + l->config().delay_ns);
 }
 
 void SimSwitch::wake(uint64_t at, uint32_t port, uint8_t prio) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/fabric.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::uroced {
@@ -339,6 +340,79 @@ TEST(Switch, RedMarksEctFramesAboveKmaxAndLeavesOthersUnmarked) {
   EXPECT_LE(c.ecn_marked, 4u);
   EXPECT_EQ(c.ecn_not_ect, 1u);
   EXPECT_EQ(c.ecn_already_ce, 1u);
+}
+
+// The simulator's switch model in real time: with PFC frames on, an incast makes uroced send each sender a
+// real 802.1Qbb XOFF and, once drained, an XON; ECN marks at departure as the simulator's switches do; a
+// PFC frame a process sends pauses that port's egress until its XON.
+std::vector<fabric::PfcFrame> pfc_frames(const FakePort& p) {
+  std::vector<fabric::PfcFrame> out;
+  for (const auto& f : p.sent) {
+    fabric::PfcFrame pfc;
+    if (fabric::parse_pfc(f.data(), static_cast<uint16_t>(f.size()), &pfc)) out.push_back(pfc);
+  }
+  return out;
+}
+
+TEST(Switch, TheFabricModelSendsPfcAndMarksAtDepartureInRealTime) {
+  FakePort a, b, c;
+  Switch sw;
+  PortConfig cfg;
+  cfg.pause_bytes = 16000;  // XOFF at 8000 bytes held, XON below 4000
+  cfg.pfc_frames = true;
+  cfg.red = {true, 5000, 20000, 1.0};
+  cfg.ecn_at = fabric::EcnAt::kDeparture;
+  const int ia = sw.add_port(&a, "a", cfg, 0), ib = sw.add_port(&b, "b", cfg, 0);
+  const int ic = sw.add_port(&c, "c", cfg, 0);
+  sw.add_static_mac(mac(3), ic);
+  c.tx_room = 0;
+  for (int i = 0; i < 20; ++i) {
+    a.inject(frame(mac(3), mac(1), 1000, 0x2));
+    b.inject(frame(mac(3), mac(2), 1000, 0x2));
+  }
+  sw.poll(0);
+  for (const FakePort* p : {&a, &b}) {
+    const auto pfc = pfc_frames(*p);
+    ASSERT_EQ(pfc.size(), 1u) << "one XOFF per sender";
+    EXPECT_EQ(pfc[0].enable, 1u << 3);  // DSCP 26: priority 3
+    EXPECT_EQ(pfc[0].quanta[3], 0xFFFF);
+  }
+  EXPECT_EQ(sw.counters(ia).pfc_xoff_sent, 1u);
+  EXPECT_EQ(sw.counters(ib).held_bytes, 20000u);
+  c.tx_room = UINT32_MAX;
+  for (uint64_t t = 1; t < 5; ++t) sw.poll(t);
+  ASSERT_EQ(c.sent.size(), 40u);
+  for (const FakePort* p : {&a, &b}) {
+    const auto pfc = pfc_frames(*p);
+    ASSERT_EQ(pfc.size(), 2u) << "XON once drained";
+    EXPECT_EQ(pfc[1].quanta[3], 0);
+  }
+  // Marked as they left with more than kmax behind them, never the last ones out.
+  const auto& cc = sw.counters(ic);
+  EXPECT_GT(cc.ecn_marked, 0u);
+  EXPECT_LT(cc.ecn_marked, 40u);
+  EXPECT_EQ(ip_of(c.sent.back()).tos & 3, 2);
+  EXPECT_EQ(sw.counters(ia).drop_queue_full + sw.counters(ib).drop_queue_full + cc.drop_queue_full, 0u);
+
+  // c's process pauses priority 3 of its port: frames to it wait until it resumes.
+  std::vector<uint8_t> pause(fabric::kPfcFrameLen);
+  fabric::PfcFrame xoff;
+  xoff.enable = 1u << 3;
+  xoff.quanta[3] = 0xFFFF;
+  fabric::build_pfc(pause.data(), 0x020000000003ULL, xoff);
+  c.inject(pause);
+  sw.poll(10);
+  a.inject(frame(mac(3), mac(1), 1000, 0x2));
+  sw.poll(11);
+  EXPECT_EQ(c.sent.size(), 40u);
+  EXPECT_EQ(sw.counters(ic).pfc_rx, 1u);
+  fabric::PfcFrame xon;
+  xon.enable = 1u << 3;
+  fabric::build_pfc(pause.data(), 0x020000000003ULL, xon);
+  c.inject(pause);
+  sw.poll(12);
+  sw.poll(13);
+  EXPECT_EQ(c.sent.size(), 41u);
 }
 
 }  // namespace

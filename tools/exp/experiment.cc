@@ -6,7 +6,7 @@
 
 #include "fabric/fabric.h"
 #include "sim/fabric_queue.h"
-#include "sim/rng.h"
+#include "fabric/rng.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
@@ -68,7 +68,7 @@ class CnpLossyPort final : public PacketIo {
  private:
   sim::SimPort& port_;
   double loss_;
-  sim::SimRng rng_;
+  fabric::Rng rng_;
 };
 
 }  // namespace

@@ -384,7 +384,8 @@ std::string format_counters(const PortCounters& c, const PortConfig& cfg) {
   std::string s = buf;
   if (cfg.red.enabled) {
     std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g ecn_at=%s", cfg.red.kmin,
-                  cfg.red.kmax, cfg.red.pmax, cfg.ecn_at == fabric::EcnAt::kEnqueue ? "enqueue" : "departure");
+                  cfg.red.kmax, cfg.red.pmax,
+                  cfg.ecn_at == fabric::EcnAt::kEnqueue ? "enqueue" : "departure");
     s += buf;
   }
   return s;

@@ -74,10 +74,10 @@ struct PortCounters {
   uint64_t ecn_marked = 0;               // egress: ECT frames RED turned CE
   uint64_t ecn_not_ect = 0;              // egress: frames RED selected that were Not-ECT (passed unmarked)
   uint64_t ecn_already_ce = 0;
-  uint64_t queue_bytes = 0, queue_frames = 0;  // now
-  uint64_t queue_max_bytes = 0;                // high-water mark
-  uint64_t held_bytes = 0;                     // ingress: bytes of this port's frames queued anywhere
-  uint64_t pauses = 0;                         // ingress: times reading stopped at pause_bytes
+  uint64_t queue_bytes = 0, queue_frames = 0;    // now
+  uint64_t queue_max_bytes = 0;                  // high-water mark
+  uint64_t held_bytes = 0;                       // ingress: bytes of this port's frames queued anywhere
+  uint64_t pauses = 0;                           // ingress: times reading stopped at pause_bytes
   uint64_t pfc_xoff_sent = 0, pfc_xon_sent = 0;  // PFC frames sent to the port's process
   uint64_t pfc_rx = 0;                           // PFC frames the port's process sent (pausing its egress)
 };
