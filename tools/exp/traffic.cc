@@ -50,6 +50,19 @@ namespace uroce_traffic {
   std::exit(1);
 }
 
+int listen_on(uint16_t port, int backlog) {
+  const int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa) || listen(ls, backlog))
+    die("listen on port %u: %s", port, std::strerror(errno));
+  return ls;
+}
+
 void send_all(int fd, const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
   while (n > 0) {
@@ -152,15 +165,7 @@ using namespace uroce_traffic;
 int server(uint16_t port, int clients, size_t msg) {
   Device d;
   open_device(&d, msg, 16, false);
-  const int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa) || listen(ls, clients))
-    die("listen on port %u: %s", port, std::strerror(errno));
+  const int ls = listen_on(port, clients);
   std::vector<int> fds;
   std::vector<ibv_qp*> qps;
   for (int i = 0; i < clients; ++i) {

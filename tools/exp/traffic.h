@@ -19,6 +19,8 @@ struct Wire {
   uint8_t gid[16];
 };
 
+// A TCP socket listening on loopback `port` (exits the program naming the port when it cannot).
+int listen_on(uint16_t port, int backlog);
 void send_all(int fd, const void* p, size_t n);
 bool recv_all(int fd, void* p, size_t n);
 

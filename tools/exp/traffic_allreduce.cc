@@ -30,19 +30,6 @@ namespace {
 
 constexpr int kPaceIterations = 2;
 
-int listen_on(uint16_t port) {
-  const int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa) || listen(ls, 1))
-    die("listen on port %u: %s", port, std::strerror(errno));
-  return ls;
-}
-
 // The successor may not listen yet: retry for up to 30 s.
 int connect_to(uint16_t port) {
   sockaddr_in sa{};
@@ -95,7 +82,7 @@ int allreduce(int rank, int ranks, uint16_t port, size_t bytes, double seconds) 
   ibv_qp* next = create_qp(d, 4, 1, &next_local);
   ibv_qp* prev = create_qp(d, 1, 2 * steps + 2, &prev_local);
 
-  const int ls = listen_on(static_cast<uint16_t>(port + rank));
+  const int ls = listen_on(static_cast<uint16_t>(port + rank), 1);
   const int to_next = connect_to(static_cast<uint16_t>(port + (rank + 1) % ranks));
   send_all(to_next, &next_local, sizeof next_local);
   const int from_prev = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
