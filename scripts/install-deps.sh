@@ -22,6 +22,8 @@ packages=(
   librdmacm-dev rdmacm-utils
   # libfabric (fi_info, fi_pingpong) over its verbs provider
   libfabric-bin
+  # qperf -cm1 over the RDMA CM
+  qperf
 )
 
 missing=()
