@@ -90,3 +90,13 @@ reap_pair() {
 netns_wait_listen() {
   ip netns exec "$1" bash -c ". '${BASH_SOURCE[0]}' && wait_listen '$2' '$3'"
 }
+
+# The set-up every `uroce exp --realtime` test script starts with, given $uroce and $uroced: the device check,
+# a scratch directory $dir removed on exit, fail(), and UROCED for the runner.
+uroce_exp_realtime_setup() {
+  uroce_require_setup "$uroce"
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+  fail() { echo "FAIL: $*"; exit 1; }
+  export UROCED=$uroced
+}

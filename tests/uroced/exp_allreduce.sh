@@ -6,11 +6,7 @@
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-uroce_require_setup "$uroce"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export UROCED=$uroced
+uroce_exp_realtime_setup
 
 "$uroce" exp --realtime allreduce --duration 3 --no-plots --out "$dir" >"$dir/out.txt" 2>&1 || { cat "$dir/out.txt"; fail "runner"; }
 cat "$dir/out.txt"

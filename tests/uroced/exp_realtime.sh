@@ -7,11 +7,7 @@
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-uroce_require_setup "$uroce"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export UROCED=$uroced
+uroce_exp_realtime_setup
 
 out=$("$uroce" exp --realtime fair bogus=1 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$out" || fail "bad key: rc $rc: $out"
