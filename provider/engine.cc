@@ -112,7 +112,9 @@ Engine::Engine(const EngineConfig& cfg) {
     port_ = std::move(p);
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
-  dev_ = std::make_unique<Device>(cfg.device, tap_.get(), &clock_);  // throws on a bad CC setting
+  // Pause times count at the line rate uroced counts them at (memif has no rate of its own).
+  pfc_ = std::make_unique<fabric::PfcEndpoint>(tap_.get(), &clock_, fabric::kRealTimeLineRateBps);
+  dev_ = std::make_unique<Device>(cfg.device, pfc_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
@@ -125,6 +127,7 @@ Engine::~Engine() {
   thread_.join();
   if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
   dev_.reset();
+  pfc_.reset();
   port_.reset();
   close(wake_fd_);
 }
@@ -142,6 +145,8 @@ void Engine::print_stats(FILE* out) {
     const auto st = dpdk_->stats();
     std::fprintf(out, " port_rx=%lu port_tx=%lu port_tx_errors=%lu port_rx_missed=%lu link=%s", st.rx_frames,
                  st.tx_frames, st.tx_errors, st.rx_missed, dpdk_->link_up() ? "up" : "down");
+    if (const auto& f = pfc_->counters(); f.pfc_rx || f.pause_rx)
+      std::fprintf(out, " pfc_rx=%lu pause_rx=%lu pfc_tx_held=%lu", f.pfc_rx, f.pause_rx, f.tx_held);
   }
   std::fprintf(out, "\n");
 }
@@ -156,12 +161,27 @@ void Engine::start_control(const EngineConfig& cfg) {
   auto port_stats = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
     if (!dpdk_) return {};
     const auto s = dpdk_->stats();
-    return {{"rx_frames", s.rx_frames},         {"rx_bytes", s.rx_bytes},
-            {"tx_frames", s.tx_frames},         {"tx_bytes", s.tx_bytes},
-            {"rx_missed", s.rx_missed},         {"rx_kernel_drops", s.rx_kernel_drops},
-            {"rx_errors", s.rx_errors},         {"tx_errors", s.tx_errors},
-            {"rx_nombuf", s.rx_nombuf},         {"rx_oversize", s.rx_oversize},
-            {"rx_chain_drop", s.rx_chain_drop}, {"link_up", dpdk_->link_up() ? 1u : 0u}};
+    const auto& f = pfc_->counters();
+    return {{"rx_frames", s.rx_frames},
+            {"rx_bytes", s.rx_bytes},
+            {"tx_frames", s.tx_frames},
+            {"tx_bytes", s.tx_bytes},
+            {"rx_missed", s.rx_missed},
+            {"rx_kernel_drops", s.rx_kernel_drops},
+            {"rx_errors", s.rx_errors},
+            {"tx_errors", s.tx_errors},
+            {"rx_nombuf", s.rx_nombuf},
+            {"rx_oversize", s.rx_oversize},
+            {"rx_chain_drop", s.rx_chain_drop},
+            {"link_up", dpdk_->link_up() ? 1u : 0u},
+            // The MAC's flow control: pause frames received, frames a pause held, time paused with frames
+            // waiting.
+            {"pfc_rx", f.pfc_rx},
+            {"pause_rx", f.pause_rx},
+            {"mac_control_rx", f.mac_control_rx},
+            {"pfc_tx_held", f.tx_held},
+            {"pfc_tx_refused", f.tx_refused},
+            {"pfc_paused_ns", pfc_->queue_stats().paused_ns}};
   };
   auto hook_counters = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
     return hook_ ? hook_->counters() : std::vector<std::pair<std::string, uint64_t>>{};
@@ -310,13 +330,14 @@ void Engine::run() {
 }
 
 uint32_t Engine::pass_locked() {
-  uint32_t work = dev_->progress();
+  uint32_t work = pfc_->flush();  // frames a pause held that may go now
+  work += dev_->progress();
   if (hook_) work += hook_->pass();
   return work;
 }
 
 uint64_t Engine::next_deadline_locked() const {
-  const uint64_t d = dev_->next_deadline();
+  const uint64_t d = std::min(dev_->next_deadline(), pfc_->next_deadline());
   return hook_ ? std::min(d, hook_->next_deadline()) : d;
 }
 

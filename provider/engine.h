@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/pfc_endpoint.h"
 #include "provider/control.h"
 #include "transport/device.h"
 
@@ -154,7 +155,9 @@ class Engine {
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   std::thread thread_;
-  std::unique_ptr<CaptureTap> tap_;           // between dev_ and port_: `uroce capture` (capture.h)
+  std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
+  // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/pfc_endpoint.h).
+  std::unique_ptr<fabric::PfcEndpoint> pfc_;
   std::unique_ptr<ControlEndpoint> control_;  // `uroce stats` / `uroce capture` socket (control.h)
 };
 

@@ -9,7 +9,7 @@
 #        sim/       -> sim/, fabric/, transport/, cc/
 #        runtime/   -> runtime/
 #        pmd_glue/  -> pmd_glue/, transport/, cc/, runtime/
-#        provider/  -> provider/, pmd_glue/, transport/, cc/, runtime/
+#        provider/  -> provider/, pmd_glue/, fabric/, transport/, cc/, runtime/
 #        tools/     -> tools/ and everything below it (not provider/)
 #   3. The tools' own folders do not include each other both ways.
 set -u
@@ -36,7 +36,7 @@ allowed() {
     sim) echo "sim fabric transport cc" ;;
     runtime) echo "runtime" ;;
     pmd_glue) echo "pmd_glue transport cc runtime" ;;
-    provider) echo "provider pmd_glue transport cc runtime" ;;
+    provider) echo "provider pmd_glue fabric transport cc runtime" ;;
     tools) echo "tools sim fabric pmd_glue transport cc runtime" ;;
   esac
 }

@@ -3,14 +3,15 @@
 # `uroce exp --realtime incast`: 4 separate sender processes (uroce-traffic clients) WRITE into one receiver
 # process through a 500 Mb/s ECN-marking uroced port, for 5 s per variant (~17 s in all). With DCQCN (the scenario's
 # parameters for this rate) every flow moves data, Jain >= 0.9 and the median queue over the window stays
-# below Kmax; with no CC (variant pfc) uroced's ingress pause holds the senders back (pauses > 0). Both
+# below Kmax; with no CC (variant pfc) uroced sends the senders PFC frames, which their MACs obey (frames held,
+# seen in each sender's exit stats), and its ingress pause holds them back (pauses > 0). Both
 # variants write the simulator's CSV files (headers checked), and the manifest lists the knobs.
 set -u
 uroce=$1 uroced=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
 uroce_exp_realtime_setup
 
-"$uroce" exp --realtime incast --duration 5 --out "$dir" >"$dir/out.txt" 2>&1 || { cat "$dir/out.txt"; fail "runner"; }
+UROCE_STATS_ON_EXIT=1 "$uroce" exp --realtime incast --duration 5 --out "$dir" >"$dir/out.txt" 2>&1 || { cat "$dir/out.txt"; fail "runner"; }
 cat "$dir/out.txt"
 base=$dir/incast
 num() { sed -n "s/.* $2 \([0-9.]*\).*/\1/p" <<<"$1"; }
@@ -35,6 +36,11 @@ line=$(grep "^pfc " "$dir/out.txt") || fail "no pfc summary line"
 [ "$(num "$line" "client exit")" = 0 ] || fail "pfc: a sender failed"
 pfc_pauses=$(num "$line" pauses)
 [ "$pfc_pauses" -gt 0 ] || fail "pfc: no pauses"
+[ "$(num "$line" pfc_frames)" -gt 0 ] || fail "pfc: uroced sent no PFC frames"
+for i in 0 1 2 3; do
+  st=$(grep "stats:" "$base/pfc/client$i.log") || fail "pfc: sender $i printed no stats"
+  grep -Eq " pfc_rx=[1-9][0-9]* .* pfc_tx_held=[1-9]" <<<"$st" || fail "pfc: sender $i did not obey PFC: $st"
+done
 # With DCQCN the pause holds the senders back less often than without CC (how much less depends on the load
 # the machine carries beside the test: 46..1352 against ~2400 were measured).
 [ "$dcqcn_pauses" -lt "$pfc_pauses" ] || fail "dcqcn paused $dcqcn_pauses times, pfc $pfc_pauses"

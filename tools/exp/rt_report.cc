@@ -39,16 +39,18 @@ class CcRates {
   std::map<uint32_t, double> gbps_;
 };
 
-// Pauses of the senders' ports (uroced counts a pause at the ingress it stops) at each switch sample: per
-// port the last value seen, also after its process exited and the port went away.
-std::vector<uint64_t> pauses_by_sample(const Measured& m) {
+// A counter of the senders' ports summed at each switch sample: per port the last value seen, also after its
+// process exited and the port went away. `pauses` (uroced stopped reading the port) and the PFC frames it
+// sent the senders (pfc_xoff_sent + pfc_xon_sent, what the simulator counts as pause frames).
+std::vector<uint64_t> sender_sum_by_sample(const Measured& m, std::initializer_list<const char*> keys) {
   std::map<pid_t, uint64_t> last;
   uint64_t sum = 0;
   std::vector<uint64_t> out;
   for (const SwitchSample& s : m.sw) {
     for (const PortSample& p : s.ports)
       if (p.pid != m.receiver) {
-        const uint64_t v = p.num("pauses");
+        uint64_t v = 0;
+        for (const char* k : keys) v += p.num(k);
         uint64_t& l = last[p.pid];
         if (v > l) sum += v - l;
         l = std::max(l, v);
@@ -93,7 +95,8 @@ Report analyse(const Measured& m, double rate_interval_s) {
   r.series.xoff_label = "pause (per ingress)";
 
   // Rates over rate_interval_s, from the receiver's cumulative counters and its own clock.
-  const std::vector<uint64_t> pauses = pauses_by_sample(m);
+  const std::vector<uint64_t> pauses = sender_sum_by_sample(m, {"pauses"});
+  const std::vector<uint64_t> pfc = sender_sum_by_sample(m, {"pfc_xoff_sent", "pfc_xon_sent"});
   CcRates cc(m);
   size_t sw_i = 0;
   const EngineSample* anchor = &m.rx.front();
@@ -110,7 +113,7 @@ Report analyse(const Measured& m, double rate_interval_s) {
     }
     while (sw_i + 1 < m.sw.size() && m.sw[sw_i + 1].t_s <= s.t_s) ++sw_i;
     if (!m.sw.empty()) {
-      row.pause_frames = pauses[sw_i];
+      row.pause_frames = pfc[sw_i];
       if (const PortSample* p = m.sw[sw_i].port_of(m.receiver)) {
         row.ecn_marked = p->num("ecn_marked");
         row.drops = p->num("drop_queue_full") + p->num("drop_loss");
@@ -165,6 +168,7 @@ Report analyse(const Measured& m, double rate_interval_s) {
   }
   if (!m.sw.empty()) {
     r.pauses = pauses.back();
+    r.pfc_frames = pfc.back();
     for (auto it = m.sw.rbegin(); it != m.sw.rend();
          ++it)  // the port's last sample (it goes with its process)
       if (const PortSample* p = it->port_of(m.receiver)) {
@@ -198,16 +202,18 @@ std::string summary_line(const Measured& m, const Report& r, uint64_t port_rate_
   std::string ecn = "ECN off";
   if (m.kmax_bytes)
     ecn = "Kmin/Kmax " + std::to_string(m.kmin_bytes / 1024) + "/" + std::to_string(m.kmax_bytes / 1024);
-  std::snprintf(buf, sizeof buf,
-                "%-18s flows %zu  throughput %.3f Gb/s (%s)  per flow %s  Jain %.3f  queue p50/p99/max "
-                "%.0f/%.0f/%.0f KiB (%s, %zu samples ~%.1f ms apart)  ecn_marked %lu  pauses %lu  drops %lu  "
-                "cnp_sent %lu  cnp_handled %lu  cc_rate_changes %lu  client exit %d",
-                m.name.c_str(), r.flow_gbps.size(), r.total_gbps, share.c_str(), per_flow.c_str(), r.jain,
-                r.q_p50_kib, r.q_p99_kib, r.q_max_kib, ecn.c_str(), r.queue_samples, r.sample_interval_ms,
-                static_cast<unsigned long>(r.ecn_marked), static_cast<unsigned long>(r.pauses),
-                static_cast<unsigned long>(r.drops), static_cast<unsigned long>(r.cnp_sent),
-                static_cast<unsigned long>(r.cnp_handled), static_cast<unsigned long>(r.cc_rate_changes),
-                m.client_exit);
+  std::snprintf(
+      buf, sizeof buf,
+      "%-18s flows %zu  throughput %.3f Gb/s (%s)  per flow %s  Jain %.3f  queue p50/p99/max "
+      "%.0f/%.0f/%.0f KiB (%s, %zu samples ~%.1f ms apart)  ecn_marked %lu  pauses %lu  pfc_frames %lu  "
+      "drops %lu  "
+      "cnp_sent %lu  cnp_handled %lu  cc_rate_changes %lu  client exit %d",
+      m.name.c_str(), r.flow_gbps.size(), r.total_gbps, share.c_str(), per_flow.c_str(), r.jain, r.q_p50_kib,
+      r.q_p99_kib, r.q_max_kib, ecn.c_str(), r.queue_samples, r.sample_interval_ms,
+      static_cast<unsigned long>(r.ecn_marked), static_cast<unsigned long>(r.pauses),
+      static_cast<unsigned long>(r.pfc_frames), static_cast<unsigned long>(r.drops),
+      static_cast<unsigned long>(r.cnp_sent), static_cast<unsigned long>(r.cnp_handled),
+      static_cast<unsigned long>(r.cc_rate_changes), m.client_exit);
   return buf;
 }
 

@@ -33,7 +33,8 @@ struct Report {
   double total_gbps = 0, jain = 0;
   double q_p50_kib = 0, q_p99_kib = 0, q_max_kib = 0;  // receiver port, window samples
   double window_s = 0;
-  uint64_t ecn_marked = 0, pauses = 0, drops = 0, cnp_sent = 0, cnp_handled = 0, cc_rate_changes = 0;
+  uint64_t ecn_marked = 0, pauses = 0, pfc_frames = 0, drops = 0, cnp_sent = 0, cnp_handled = 0,
+           cc_rate_changes = 0;
   size_t queue_samples = 0;
   double sample_interval_ms = 0;  // median interval between the port's samples
 };

@@ -74,9 +74,9 @@ bool parse_subnet(const std::string& v, uint32_t* net, unsigned* prefix) {
   return true;
 }
 
-constexpr const char* kEgressKeys = "rate, burst, buffer, pause, ecn, loss";
+constexpr const char* kEgressKeys = "rate, burst, buffer, pause, pfc, ecn, loss";
 constexpr const char* kGlobalKeys =
-    "idle_exit, uplink, subnet, max_clients, seed, rate, burst, buffer, pause, ecn, loss";
+    "idle_exit, uplink, subnet, max_clients, seed, rate, burst, buffer, pause, pfc, ecn, loss";
 
 bool apply_global_key(const std::string& key, const std::string& value, DaemonConfig* dc, std::string* err) {
   uint64_t n = 0;
@@ -98,7 +98,8 @@ bool apply_global_key(const std::string& key, const std::string& value, DaemonCo
     dc->seed = n;
   } else {
     PortConfig& d = dc->defaults;
-    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "ecn" || key == "loss")
+    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "pfc" || key == "ecn" ||
+        key == "loss")
       return apply_egress_key(key, value, &d, err);
     return fail(err, "unknown key '" + key + "' (valid: " + kGlobalKeys + ")");
   }
@@ -127,6 +128,9 @@ bool apply_egress_key(const std::string& key, const std::string& value, PortConf
       return fail(err,
                   "pause: bytes >= " + std::to_string(kMinBuffer) + " or off expected, got '" + value + "'");
     }
+  } else if (key == "pfc") {
+    if (value != "on" && value != "off") return fail(err, "pfc: on or off expected, got '" + value + "'");
+    cfg->pfc_frames = value == "on";
   } else if (key == "ecn") {
     if (value == "off") {
       cfg->red = RedParams{};
@@ -240,7 +244,7 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
   std::map<std::string, std::string> values;
   std::map<const CLI::Option*, std::string> key_of;
   for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "rate", "burst", "buffer",
-                          "pause", "ecn", "loss"}) {
+                          "pause", "pfc", "ecn", "loss"}) {
     std::string dashed = key;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
     std::string names = "--" + dashed;
@@ -297,7 +301,7 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
 const char* usage_text() {
   return R"(usage: uroced --version
        uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
-              [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off]
+              [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off] [--pfc on|off]
               [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N]
        uroced --stats | --stop | --set [PORT] key=value...
 
@@ -314,12 +318,14 @@ It is normally started on demand by `uroce run` and exits after --idle-exit seco
   --buffer BYTES       egress queue per port, tail drop beyond (default 1m)
   --pause BYTES|off    stop reading a port while its frames hold this much of the queues (default 512k;
                        off: congestion drops frames instead of backpressuring the sender)
+  --pfc on|off         send a lossless port's process 802.1Qbb PFC XOFF at half the pause threshold and
+                       XON below a quarter (default on; off: reading the port stops only at the threshold)
   --ecn KMIN,KMAX,PMAX RED ECN marking on egress queue depth in bytes (e.g. 20k,200k,0.1)
   --loss P             drop each frame offered to a port's egress with probability P (0.01 = 1%; seeded
                        by --seed, counted as drop_loss)
   --config FILE        key = value file with the same keys and [port NAME] sections ($UROCED_CONFIG)
   --stats              print the running daemon's per-port counters
-  --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, ecn, loss) of PORT (a lease address,
+  --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, pfc, ecn, loss) of PORT (a lease address,
                        uplink) or of every port and the defaults for new ones
   --stop               ask the running daemon to exit
   --version            print the version and exit

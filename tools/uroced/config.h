@@ -11,6 +11,7 @@
 //   burst  = BYTES    bucket depth (default max(2 frames, 100 us at the rate)); 64k, 1m (binary units)
 //   buffer = BYTES    egress queue limit, tail drop beyond it (default 1m)
 //   pause  = BYTES | off   ingress backpressure threshold (switch_core.h; default 512k)
+//   pfc    = on | off      send the port's process PFC frames (switch_core.h; default on)
 //   ecn    = KMIN,KMAX,PMAX | off   RED ECN marking: KMIN/KMAX in bytes of queue, PMAX in 0..1
 //   loss   = P        drop each frame offered to the port's egress with probability P in 0..1 (default 0)
 // A bad key or value is an error naming the key (and FILE:LINE for the file).

@@ -152,8 +152,8 @@ bool Switch::has_queued() const {
 
 bool Switch::send_control(uint32_t port, const uint8_t* frame, uint16_t len, uint64_t /*now*/) {
   Port& p = ports_[port];
-  // A uroce process does not act on PFC frames yet: it would count each as a foreign frame. Its ingress
-  // is held back by not being read instead (poll()); the model keeps its XOFF state without a frame.
+  // Without PFC frames the port's ingress is held back only by not being read (poll()); the model keeps its
+  // XOFF state without a frame.
   if (!p.cfg.pfc_frames) return false;
   PktBuf* b = nullptr;
   if (p.io == nullptr || p.io->alloc_burst(&b, 1) != 1) return false;

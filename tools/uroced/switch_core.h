@@ -16,9 +16,9 @@
 //
 // Lossless ports (pause_bytes > 0): every priority of the frames a port sends is lossless. When they hold
 // pause_bytes / 2 of the switch's queues the model goes XOFF for that port (XON below pause_bytes / 4); with
-// PortConfig::pfc_frames it sends the port real 802.1Qbb PFC frames, refreshed at half their pause time.
-// A port is not read while its frames hold pause_bytes (counted as `pauses`), so nothing is dropped
-// whether or not its process obeys PFC. PFC frames a process sends pause that port's egress.
+// PortConfig::pfc_frames (the default) it sends the port real 802.1Qbb PFC frames, refreshed at half their
+// pause time, which a uroce process obeys. A port is not read while its frames hold pause_bytes (counted as
+// `pauses`), so nothing is dropped even when a peer ignores PFC. PFC frames a process sends pause that port's egress.
 //
 // Buffers: a queued frame is owned by the switch and remembers its ingress port (Queued::tag); remove_port()
 // frees every frame that came from the port being removed (wherever it is queued) and every frame queued
@@ -55,9 +55,9 @@ struct PortConfig {
   uint64_t pause_bytes = 512 << 10;
   RedParams red;
   fabric::EcnAt ecn_at = fabric::EcnAt::kEnqueue;
-  // Send the model's 802.1Qbb PFC frames to the port (off: the peer, a uroce process, does not obey them
-  // yet, and ingress backpressure alone keeps the port lossless).
-  bool pfc_frames = false;
+  // Send the model's 802.1Qbb PFC frames to the port (a uroce process obeys them: fabric/pfc_endpoint.h).
+  // Off: ingress backpressure alone keeps the port lossless.
+  bool pfc_frames = true;
   double loss = 0;  // probability that a frame offered to this port's egress is dropped (drop_loss)
 };
 
