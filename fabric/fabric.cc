@@ -11,6 +11,7 @@ namespace uroce::fabric {
 namespace {
 
 using wire::be16;
+using wire::be32;
 
 constexpr uint64_t kPfcDstMac = 0x0180C2000001ULL;
 
@@ -160,6 +161,29 @@ bool parse_pfc(const uint8_t* f, uint16_t len, PfcFrame* out) {
     return false;
   out->enable = static_cast<uint8_t>(w[2].get());
   for (int i = 0; i < kPriorities; ++i) out->quanta[i] = w[3 + i].get();
+  return true;
+}
+
+uint16_t build_credit(uint8_t* out, uint64_t src_mac, const CreditFrame& c) {
+  std::memset(out, 0, kCreditFrameLen);
+  wire::mac_from_u64(out, kPfcDstMac);
+  wire::mac_from_u64(out + 6, src_mac);
+  auto* w = reinterpret_cast<be16*>(out + 12);  // ether type, subtype, VL mask
+  w[0].set(kEtherTypeLocalExperimental);
+  w[1].set(kCreditSubtype);
+  w[2].set(c.vl_mask);
+  auto* fccl = reinterpret_cast<be32*>(out + 18);
+  for (int i = 0; i < kPriorities; ++i) fccl[i].set(c.fccl[i]);
+  return kCreditFrameLen;
+}
+
+bool parse_credit(const uint8_t* f, uint16_t len, CreditFrame* out) {
+  const auto* w = reinterpret_cast<const be16*>(f + 12);
+  if (len < 18 + 4 * kPriorities || w[0].get() != kEtherTypeLocalExperimental || w[1].get() != kCreditSubtype)
+    return false;
+  out->vl_mask = static_cast<uint8_t>(w[2].get());
+  const auto* fccl = reinterpret_cast<const be32*>(f + 18);
+  for (int i = 0; i < kPriorities; ++i) out->fccl[i] = fccl[i].get();
   return true;
 }
 

@@ -100,6 +100,21 @@ struct PfcFrame {
 };
 uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p);
 bool parse_pfc(const uint8_t* frame, uint16_t len, PfcFrame* out);
+// Link credit update (the real-time form of InfiniBand's flow control packet, IBA 7.9.4): sent by a receiver
+// to the sender on its link, never forwarded (link-local destination 01:80:C2:00:00:01, IEEE local
+// experimental ether type 0x88B5, then the subtype "FC"). For each VL in `vl_mask` the credit limit FCCL:
+// the total 64-byte blocks the sender may have sent on that VL since the link came up (blocks received plus
+// buffer free), modulo 2^32. Absolute, so a lost or repeated update only delays credit.
+constexpr uint16_t kEtherTypeLocalExperimental = 0x88B5;
+constexpr uint16_t kCreditSubtype = 0x4643;  // "FC"
+constexpr uint16_t kCreditFrameLen = 60;
+struct CreditFrame {
+  uint8_t vl_mask = 0;
+  uint32_t fccl[kPriorities] = {};
+};
+uint16_t build_credit(uint8_t* out, uint64_t src_mac, const CreditFrame& c);
+bool parse_credit(const uint8_t* frame, uint16_t len, CreditFrame* out);
+
 // The line rate of a real-time port between a process and uroced (memif has none of its own): what both
 // ends count PFC pause quanta at, so an XOFF pauses the process as long as uroced expects.
 constexpr uint64_t kRealTimeLineRateBps = 100'000'000'000;

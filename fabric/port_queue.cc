@@ -14,6 +14,12 @@ PortQueue::PortQueue(bool int_enabled, uint32_t credit_vl_bytes, uint8_t credit_
   }
 }
 
+void PortQueue::start_credits(uint8_t mask) {
+  credit_mask_ = mask;
+  credit_limit_ = UINT32_MAX;
+  for (int p = 0; p < kPriorities; ++p) credits_[p] = 0;
+}
+
 void PortQueue::push(const Queued& in) {
   Queued q = in;
   if (!q.meta.classified) {
@@ -53,6 +59,14 @@ const Queued* PortQueue::peek(uint64_t now) const {
     return &q_[p].front();
   }
   return nullptr;
+}
+
+bool PortQueue::credit_blocked(uint64_t now) const {
+  for (uint8_t p = 0; p < kPriorities; ++p)
+    if (!q_[p].empty() && pause_until_[p] <= now && credit_vl(p) &&
+        credits_[p] < credit_blocks(q_[p].front().buf->len))
+      return true;
+  return false;
 }
 
 bool PortQueue::pop(uint64_t now, Queued* q) {

@@ -74,6 +74,8 @@ class PortQueue {
   bool pop(uint64_t now, Queued* q);
   // The frame pop() would take at `now` (nullptr: none eligible), left in place.
   const Queued* peek(uint64_t now) const;
+  // Some priority has frames, is not paused and lacks the credit for its head frame.
+  bool credit_blocked(uint64_t now) const;
 
   size_t frames() const { return frames_ + ctrl_.size(); }
   size_t data_frames() const { return frames_; }
@@ -96,6 +98,9 @@ class PortQueue {
 
   // Credits the receiver returned for VL `vl` have arrived.
   void add_credits(uint8_t vl, uint32_t blocks) { credits_[vl] += blocks; }
+  // Turns credit flow control on for the VLs in `mask` with no credit yet (a host MAC that learns its
+  // credits from the link's first credit update); credit_limit() is then the largest credit a VL may hold.
+  void start_credits(uint8_t mask);
   uint32_t credits(uint8_t vl) const { return credits_[vl]; }
   uint32_t credit_limit() const { return credit_limit_; }
   bool credit_vl(uint8_t vl) const { return credit_limit_ != 0 && (credit_mask_ >> vl & 1); }

@@ -19,6 +19,7 @@
 #include "pmd_glue/loopback.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
+#include "transport/wire/address.h"
 
 namespace uroce::provider {
 
@@ -113,8 +114,9 @@ Engine::Engine(const EngineConfig& cfg) {
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
   // Pause times count at the line rate uroced counts them at (memif has no rate of its own).
-  pfc_ = std::make_unique<fabric::PfcEndpoint>(tap_.get(), &clock_, fabric::kRealTimeLineRateBps);
-  dev_ = std::make_unique<Device>(cfg.device, pfc_.get(), &clock_);  // throws on a bad CC setting
+  mac_ = std::make_unique<fabric::HostMac>(tap_.get(), &clock_, fabric::kRealTimeLineRateBps,
+                                           wire::mac_to_u64(cfg.device.mac));
+  dev_ = std::make_unique<Device>(cfg.device, mac_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
@@ -127,7 +129,7 @@ Engine::~Engine() {
   thread_.join();
   if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
   dev_.reset();
-  pfc_.reset();
+  mac_.reset();
   port_.reset();
   close(wake_fd_);
 }
@@ -145,8 +147,9 @@ void Engine::print_stats(FILE* out) {
     const auto st = dpdk_->stats();
     std::fprintf(out, " port_rx=%lu port_tx=%lu port_tx_errors=%lu port_rx_missed=%lu link=%s", st.rx_frames,
                  st.tx_frames, st.tx_errors, st.rx_missed, dpdk_->link_up() ? "up" : "down");
-    if (const auto& f = pfc_->counters(); f.pfc_rx || f.pause_rx)
-      std::fprintf(out, " pfc_rx=%lu pause_rx=%lu pfc_tx_held=%lu", f.pfc_rx, f.pause_rx, f.tx_held);
+    if (const auto& f = mac_->counters(); f.pfc_rx || f.pause_rx || f.credit_rx)
+      std::fprintf(out, " pfc_rx=%lu pause_rx=%lu credit_rx=%lu credit_tx=%lu pfc_tx_held=%lu", f.pfc_rx,
+                   f.pause_rx, f.credit_rx, f.credit_tx, f.tx_held);
   }
   std::fprintf(out, "\n");
 }
@@ -161,7 +164,7 @@ void Engine::start_control(const EngineConfig& cfg) {
   auto port_stats = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
     if (!dpdk_) return {};
     const auto s = dpdk_->stats();
-    const auto& f = pfc_->counters();
+    const auto& f = mac_->counters();
     return {{"rx_frames", s.rx_frames},
             {"rx_bytes", s.rx_bytes},
             {"tx_frames", s.tx_frames},
@@ -174,14 +177,17 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"rx_oversize", s.rx_oversize},
             {"rx_chain_drop", s.rx_chain_drop},
             {"link_up", dpdk_->link_up() ? 1u : 0u},
-            // The MAC's flow control: pause frames received, frames a pause held, time paused with frames
-            // waiting.
+            // The MAC's flow control: pause frames received, frames a pause or missing credit held, time
+            // paused with frames waiting, link credit updates.
             {"pfc_rx", f.pfc_rx},
             {"pause_rx", f.pause_rx},
             {"mac_control_rx", f.mac_control_rx},
             {"pfc_tx_held", f.tx_held},
             {"pfc_tx_refused", f.tx_refused},
-            {"pfc_paused_ns", pfc_->queue_stats().paused_ns}};
+            {"pfc_paused_ns", mac_->queue_stats().paused_ns},
+            {"credit_rx", f.credit_rx},
+            {"credit_tx", f.credit_tx},
+            {"credit_stall", mac_->queue_stats().credit_stall}};
   };
   auto hook_counters = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
     return hook_ ? hook_->counters() : std::vector<std::pair<std::string, uint64_t>>{};
@@ -330,14 +336,14 @@ void Engine::run() {
 }
 
 uint32_t Engine::pass_locked() {
-  uint32_t work = pfc_->flush();  // frames a pause held that may go now
+  uint32_t work = mac_->flush();  // frames a pause held that may go now
   work += dev_->progress();
   if (hook_) work += hook_->pass();
   return work;
 }
 
 uint64_t Engine::next_deadline_locked() const {
-  const uint64_t d = std::min(dev_->next_deadline(), pfc_->next_deadline());
+  const uint64_t d = std::min(dev_->next_deadline(), mac_->next_deadline());
   return hook_ ? std::min(d, hook_->next_deadline()) : d;
 }
 

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "fabric/pfc_endpoint.h"
+#include "fabric/host_mac.h"
 #include "provider/control.h"
 #include "transport/device.h"
 
@@ -156,8 +156,8 @@ class Engine {
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
-  // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/pfc_endpoint.h).
-  std::unique_ptr<fabric::PfcEndpoint> pfc_;
+  // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/host_mac.h).
+  std::unique_ptr<fabric::HostMac> mac_;
   std::unique_ptr<ControlEndpoint> control_;  // `uroce stats` / `uroce capture` socket (control.h)
 };
 

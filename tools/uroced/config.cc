@@ -76,7 +76,7 @@ bool parse_subnet(const std::string& v, uint32_t* net, unsigned* prefix) {
 
 constexpr const char* kEgressKeys = "rate, burst, buffer, pause, pfc, ecn, loss";
 constexpr const char* kGlobalKeys =
-    "idle_exit, uplink, subnet, max_clients, seed, rate, burst, buffer, pause, pfc, ecn, loss";
+    "idle_exit, uplink, subnet, max_clients, seed, credit, rate, burst, buffer, pause, pfc, ecn, loss";
 
 bool apply_global_key(const std::string& key, const std::string& value, DaemonConfig* dc, std::string* err) {
   uint64_t n = 0;
@@ -96,10 +96,16 @@ bool apply_global_key(const std::string& key, const std::string& value, DaemonCo
   } else if (key == "seed") {
     if (!parse_uint(value, UINT64_MAX, &n)) return fail(err, "seed: an unsigned integer expected");
     dc->seed = n;
+  } else if (key == "credit") {
+    uint64_t bytes = 0;
+    if (value != "off" && (!parse_bytes(value, &bytes) || bytes < kMinBuffer || bytes > (1u << 30)))
+      return fail(err, "credit: bytes in " + std::to_string(kMinBuffer) + "..1g or off expected, got '" +
+                           value + "'");
+    dc->credit_bytes = static_cast<uint32_t>(bytes);
   } else {
     PortConfig& d = dc->defaults;
-    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "pfc" || key == "ecn" ||
-        key == "loss")
+    if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "pfc" ||
+        key == "ecn" || key == "loss")
       return apply_egress_key(key, value, &d, err);
     return fail(err, "unknown key '" + key + "' (valid: " + kGlobalKeys + ")");
   }
@@ -243,8 +249,8 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
   // the order given.
   std::map<std::string, std::string> values;
   std::map<const CLI::Option*, std::string> key_of;
-  for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "rate", "burst", "buffer",
-                          "pause", "pfc", "ecn", "loss"}) {
+  for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "credit", "rate", "burst",
+                          "buffer", "pause", "pfc", "ecn", "loss"}) {
     std::string dashed = key;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
     std::string names = "--" + dashed;
@@ -302,7 +308,7 @@ const char* usage_text() {
   return R"(usage: uroced --version
        uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
               [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off] [--pfc on|off]
-              [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N]
+              [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N] [--credit BYTES|off]
        uroced --stats | --stop | --set [PORT] key=value...
 
 uroced, the uroce host switch: serves the local processes that `uroce run --port uroced` starts, one memif
@@ -323,6 +329,8 @@ It is normally started on demand by `uroce run` and exits after --idle-exit seco
   --ecn KMIN,KMAX,PMAX RED ECN marking on egress queue depth in bytes (e.g. 20k,200k,0.1)
   --loss P             drop each frame offered to a port's egress with probability P (0.01 = 1%; seeded
                        by --seed, counted as drop_loss)
+  --credit BYTES|off   InfiniBand-style link credits instead of PFC: grant each process this much buffer per
+                       priority and send only what its credit covers (default off; uroce processes obey)
   --config FILE        key = value file with the same keys and [port NAME] sections ($UROCED_CONFIG)
   --stats              print the running daemon's per-port counters
   --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, pfc, ecn, loss) of PORT (a lease address,

@@ -119,7 +119,7 @@ pid_t parent_of(pid_t pid) {
 Daemon::Daemon(DaemonConfig cfg, fs::path base)
     : cfg_(std::move(cfg)),
       base_(std::move(base)),
-      sw_(cfg_.seed),
+      sw_(cfg_.seed, cfg_.credit_bytes),
       cm_ports_(local_port_range().first, local_port_range().second, std::random_device{}(),
                 [this](uint32_t ip) {
                   for (const auto& l : leases_)
@@ -198,6 +198,7 @@ bool Daemon::start(std::string* err, bool* already_running) {
       return false;
     }
     uplink_id_ = sw_.add_port(uplink_.get(), "uplink", pc, now_ns());
+    sw_.set_no_credit_peer(uplink_id_);  // a NIC or another switch does not speak uroce's credit frames
     sw_.set_default_port(uplink_id_);
   }
 
@@ -564,6 +565,7 @@ std::string Daemon::do_stats() const {
       " longest_pass_us=" + std::to_string(longest_pass_ns_ / 1000) +
       " macs=" + std::to_string(sw_.learned_macs()) +
       " uplink=" + (cfg_.uplink.empty() ? "none" : cfg_.uplink) +
+      " credit=" + (cfg_.credit_bytes ? std::to_string(cfg_.credit_bytes) : "off") +
       " idle_exit=" + std::to_string(cfg_.idle_exit_s) + " cm_binds=" + std::to_string(cm_ports_.size()) +
       " cm_conns=" + std::to_string(cm_track_.size()) + " cm_mads=" + std::to_string(cm_track_.stats().mads) +
       " cm_malformed=" + std::to_string(cm_track_.stats().malformed) +

@@ -17,20 +17,27 @@ constexpr uint64_t kBurstWindowNs = 100'000;
 constexpr uint64_t kAgeScanNs = 1'000'000'000;
 
 // The model's switch-wide knobs as uroced runs it: no shared-buffer limit (each port has its own buffer),
-// no dynamic threshold, PFC on the priorities a port's PortConfig makes lossless.
-fabric::FabricConfig realtime_fabric() {
+// no dynamic threshold, PFC (or credits) on the priorities a port's PortConfig makes lossless.
+fabric::FabricConfig realtime_fabric(uint32_t credit_bytes) {
   fabric::FabricConfig fc;
   fc.enabled = true;
   fc.buffer_bytes = uint64_t{1} << 40;
   fc.dt_alpha = 0;
-  fc.flow_control = fabric::FlowControl::kPfc;
+  fc.flow_control = credit_bytes ? fabric::FlowControl::kCredit : fabric::FlowControl::kPfc;
+  fc.credit_bytes = credit_bytes;
   fc.lossless_mask = 0xFF;
   return fc;
 }
 
+bool is_credit_frame(const PktBuf* b) {
+  return b->len >= 16 && (b->data[12] << 8 | b->data[13]) == fabric::kEtherTypeLocalExperimental &&
+         (b->data[14] << 8 | b->data[15]) == fabric::kCreditSubtype;
+}
+
 }  // namespace
 
-Switch::Switch(uint64_t seed) : core_(realtime_fabric(), *this, seed), seed_(seed) {
+Switch::Switch(uint64_t seed, uint32_t credit_bytes)
+    : core_(realtime_fabric(credit_bytes), *this, seed), seed_(seed), credit_bytes_(credit_bytes) {
   core_.set_learning(true, kLearnAgeNs);
   core_.set_flooding(true);
 }
@@ -51,11 +58,73 @@ int Switch::add_port(PacketIo* io, std::string name, const PortConfig& cfg, uint
   p = Port{};
   p.io = io;
   p.name = std::move(name);
-  p.q = std::make_unique<fabric::PortQueue>(false, 0, 0);
+  p.credits = credit_bytes_ != 0;
+  p.q = std::make_unique<fabric::PortQueue>(false, credit_bytes_, p.credits ? 0xFF : 0);
   p.q->set_rate_bps(fabric::kRealTimeLineRateBps);
   p.loss = Loss((seed_ ^ 0x6C6F7373ULL) * 0xBF58476D1CE4E5B9ULL + id + 1);
+  if (p.credits) {
+    // The queue starts with the whole buffer of credit, as the process's MAC will grant it; the process
+    // learns the buffer the switch grants from the first update, sent before anything else.
+    const uint32_t limit = credit_bytes_ / fabric::kCreditBlock;
+    std::fill(std::begin(p.granted), std::end(p.granted), limit);
+    std::fill(std::begin(p.peer_fccl), std::end(p.peer_fccl), limit);
+    p.credit_due = true;
+  }
   configure_port(static_cast<int>(id), cfg, now_ns);
+  if (p.credits) send_credit(static_cast<uint32_t>(id));
   return static_cast<int>(id);
+}
+
+void Switch::set_no_credit_peer(int id) {
+  Port& p = ports_[id];
+  if (!p.credits) return;
+  p.credits = false;
+  p.credit_due = false;
+  auto q = std::make_unique<fabric::PortQueue>(false, 0, 0);
+  q->set_rate_bps(fabric::kRealTimeLineRateBps);
+  p.q->clear([this](const fabric::Queued& f) { free_to_origin(f); });  // the first credit update
+  p.q = std::move(q);
+  apply_params(id);
+}
+
+void Switch::return_credits(uint32_t port, uint8_t prio, uint32_t blocks, uint64_t /*now*/) {
+  Port& p = ports_[port];
+  if (!p.credits || !p.io) return;
+  p.granted[prio] += blocks;
+  p.credit_due = true;
+}
+
+void Switch::send_credit(uint32_t id) {
+  Port& p = ports_[id];
+  PktBuf* b = nullptr;
+  if (p.io->alloc_burst(&b, 1) != 1) return;  // credit_due stays: the next pass tries again
+  if (b->cap < fabric::kCreditFrameLen) {
+    p.io->free_burst(&b, 1);
+    return;
+  }
+  fabric::CreditFrame cf;
+  cf.vl_mask = 0xFF;
+  std::copy(std::begin(p.granted), std::end(p.granted), cf.fccl);
+  b->len = fabric::build_credit(b->data, core_.port_mac(id), cf);
+  p.q->push_control(fabric::Queued{b, id, {}});
+  p.c.credit_tx++;
+  p.credit_due = false;
+}
+
+// A credit update from the port's process: more room at its end for this port's egress.
+bool Switch::take_credit(Port& p, const PktBuf* b) {
+  fabric::CreditFrame cf;
+  if (!p.credits || !fabric::parse_credit(b->data, b->len, &cf)) return false;
+  p.c.credit_rx++;
+  for (uint8_t vl = 0; vl < fabric::kPriorities; ++vl) {
+    if (!(cf.vl_mask >> vl & 1)) continue;
+    const uint32_t more = cf.fccl[vl] - p.peer_fccl[vl];  // limits only grow (mod 2^32)
+    if (more != 0 && more < (1u << 31)) {
+      p.q->add_credits(vl, more);
+      p.peer_fccl[vl] = cf.fccl[vl];
+    }
+  }
+  return true;
 }
 
 void Switch::configure_port(int id, const PortConfig& cfg, uint64_t now_ns) {
@@ -79,7 +148,8 @@ void Switch::apply_params(int id) {
   pp.ecn.pmax = c.red.pmax;
   pp.ecn_at = c.ecn_at;
   pp.limit_bytes = c.buffer_bytes;
-  pp.lossless_mask = c.pause_bytes != 0 ? 0xFF : 0;
+  // With credits, a credit peer's frames are lossless and a port without one (the uplink) lossy.
+  pp.lossless_mask = (credit_bytes_ ? ports_[id].credits : c.pause_bytes != 0) ? 0xFF : 0;
   const uint64_t pause = std::min<uint64_t>(c.pause_bytes, UINT32_MAX / 4);
   pp.pfc_xoff_bytes = static_cast<uint32_t>(pause / 2);
   pp.pfc_xon_bytes = static_cast<uint32_t>(pause / 4);
@@ -100,6 +170,8 @@ const PortCounters& Switch::counters(int id) const {
   p.c.pfc_xoff_sent = m.pfc_xoff_sent;
   p.c.pfc_xon_sent = m.pfc_xon_sent;
   p.c.pfc_rx = m.pfc_rx;
+  p.c.drop_credit = m.drop_credit;
+  p.c.credit_stall = p.credit_stalls;
   p.c.held_bytes = core_.ingress_bytes(static_cast<uint32_t>(id));
   uint64_t staged = 0;
   for (uint16_t i = 0; i < p.staged_n; ++i) staged += p.staged[i].buf->len;
@@ -221,6 +293,11 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
   Port& src = ports_[in];
   src.c.rx_frames++;
   src.c.rx_bytes += b->len;
+  if (is_credit_frame(b)) {  // link-local: ends here
+    if (!take_credit(src, b)) src.c.drop_filtered++;
+    src.io->free_burst(&b, 1);
+    return;
+  }
   if (b->len >= kEthHeader && gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
   const fabric::Switch::Verdict v = core_.ingress(static_cast<uint32_t>(in), b->data, b->len, now_ns);
   using Kind = fabric::Switch::Verdict::Kind;
@@ -291,6 +368,7 @@ uint32_t Switch::drain(int id, uint64_t now_ns) {
     bytes += p.staged[n++].buf->len;
   while (n == p.staged_n && n < kBurst) {
     const fabric::Queued* h = p.q->peek(now_ns);
+    if (h == nullptr && p.credits && p.q->credit_blocked(now_ns)) p.credit_stalls++;
     if (h == nullptr || !p.bucket.allows(static_cast<uint32_t>(bytes + h->buf->len))) break;
     fabric::Queued q;
     p.q->pop(now_ns, &q);
@@ -356,6 +434,8 @@ uint32_t Switch::poll(uint64_t now_ns) {
     for (uint16_t k = 0; k < n; ++k) forward(bufs[k], static_cast<int>(i), now_ns);
     work += n;
   }
+  for (size_t i = 0; i < ports_.size(); ++i)
+    if (ports_[i].io && ports_[i].credit_due) send_credit(static_cast<uint32_t>(i));
   next_ready_ns_ = UINT64_MAX;
   run_wakes(now_ns);
   for (size_t i = 0; i < ports_.size(); ++i)
@@ -374,13 +454,15 @@ std::string format_counters(const PortCounters& c, const PortConfig& cfg) {
                 "drop_queue_full=%lu drop_loss=%lu drop_flood_nobuf=%lu flooded=%lu unknown_to_uplink=%lu "
                 "ecn_marked=%lu "
                 "ecn_not_ect=%lu ecn_already_ce=%lu queue_bytes=%lu queue_frames=%lu queue_max_bytes=%lu "
-                "held_bytes=%lu pauses=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu "
+                "held_bytes=%lu pauses=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu credit_tx=%lu "
+                "credit_rx=%lu credit_stall=%lu drop_credit=%lu "
                 "rate_bps=%lu buffer_bytes=%lu pause_bytes=%lu loss=%g ecn=%s",
                 c.rx_frames, c.rx_bytes, c.tx_frames, c.tx_bytes, c.drop_unknown, c.drop_filtered,
                 c.drop_queue_full, c.drop_loss, c.drop_flood_nobuf, c.flooded, c.unknown_to_uplink,
                 c.ecn_marked, c.ecn_not_ect, c.ecn_already_ce, c.queue_bytes, c.queue_frames,
                 c.queue_max_bytes, c.held_bytes, c.pauses, c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx,
-                cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes, cfg.loss, cfg.red.enabled ? "on" : "off");
+                c.credit_tx, c.credit_rx, c.credit_stall, c.drop_credit, cfg.rate_bps, cfg.buffer_bytes,
+                cfg.pause_bytes, cfg.loss, cfg.red.enabled ? "on" : "off");
   std::string s = buf;
   if (cfg.red.enabled) {
     std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g ecn_at=%s", cfg.red.kmin,

@@ -18,7 +18,15 @@
 // pause_bytes / 2 of the switch's queues the model goes XOFF for that port (XON below pause_bytes / 4); with
 // PortConfig::pfc_frames (the default) it sends the port real 802.1Qbb PFC frames, refreshed at half their
 // pause time, which a uroce process obeys. A port is not read while its frames hold pause_bytes (counted as
-// `pauses`), so nothing is dropped even when a peer ignores PFC. PFC frames a process sends pause that port's egress.
+// `pauses`), so nothing is dropped even when a peer ignores PFC. PFC frames a process sends pause that port's
+// egress.
+//
+// Credits (Switch(seed, credit_bytes) with credit_bytes > 0): InfiniBand-style link flow control instead of
+// PFC, per VL (= priority). Every port but one marked otherwise (the uplink) is a credit peer: its egress
+// queue sends a frame only while the process's credit limit covers it, and the switch grants the process
+// credit_bytes of buffer per VL and gives blocks back as its frames leave the switch. Both directions speak
+// fabric.h's CreditFrame, which a uroce process's MAC (fabric/host_mac.h) understands: the switch sends the
+// first one when the port is added, and one after each pass that freed some of the port's blocks.
 //
 // Buffers: a queued frame is owned by the switch and remembers its ingress port (Queued::tag); remove_port()
 // frees every frame that came from the port being removed (wherever it is queued) and every frame queued
@@ -55,7 +63,7 @@ struct PortConfig {
   uint64_t pause_bytes = 512 << 10;
   RedParams red;
   fabric::EcnAt ecn_at = fabric::EcnAt::kEnqueue;
-  // Send the model's 802.1Qbb PFC frames to the port (a uroce process obeys them: fabric/pfc_endpoint.h).
+  // Send the model's 802.1Qbb PFC frames to the port (a uroce process obeys them: fabric/host_mac.h).
   // Off: ingress backpressure alone keeps the port lossless.
   bool pfc_frames = true;
   double loss = 0;  // probability that a frame offered to this port's egress is dropped (drop_loss)
@@ -80,11 +88,15 @@ struct PortCounters {
   uint64_t pauses = 0;                           // ingress: times reading stopped at pause_bytes
   uint64_t pfc_xoff_sent = 0, pfc_xon_sent = 0;  // PFC frames sent to the port's process
   uint64_t pfc_rx = 0;                           // PFC frames the port's process sent (pausing its egress)
+  uint64_t credit_tx = 0, credit_rx = 0;         // credit updates sent to / received from the port's process
+  uint64_t credit_stall = 0;                     // egress: dequeue attempts that found no credit
+  uint64_t drop_credit = 0;  // ingress: a frame beyond the credit granted (never, if obeyed)
 };
 
 class Switch final : private fabric::SwitchDriver {
  public:
-  explicit Switch(uint64_t seed = 1);
+  // credit_bytes > 0: credit flow control with this much buffer granted per port and VL (see above); 0: PFC.
+  explicit Switch(uint64_t seed = 1, uint32_t credit_bytes = 0);
   ~Switch();
   Switch(const Switch&) = delete;
   Switch& operator=(const Switch&) = delete;
@@ -95,6 +107,10 @@ class Switch final : private fabric::SwitchDriver {
   // destroyed afterwards.
   void remove_port(int id);
   void configure_port(int id, const PortConfig& cfg, uint64_t now_ns);
+  // With credit flow control: the port's peer does not speak credits (an uplink), so its frames are lossy
+  // and its egress is not credit-limited. Call right after add_port.
+  void set_no_credit_peer(int id);
+  uint32_t credit_bytes() const { return credit_bytes_; }
   void add_static_mac(const Mac& mac, int id);
   // Unknown unicast goes to this port (the uplink) instead of being dropped; -1: none.
   void set_default_port(int id) { core_.set_default_port(id); }
@@ -135,6 +151,13 @@ class Switch final : private fabric::SwitchDriver {
     fabric::Queued staged[kBurst];
     uint16_t staged_n = 0;
     bool paused = false;
+    // Credit flow control with the port's process: the limit granted per VL (blocks given back + buffer),
+    // the process's last limit for this port's egress, and an update to send.
+    bool credits = false;
+    uint32_t granted[fabric::kPriorities] = {};
+    uint32_t peer_fccl[fabric::kPriorities] = {};
+    bool credit_due = false;
+    uint64_t credit_stalls = 0;  // drains that found frames but no credit for them
   };
   struct Wake {
     uint64_t at;
@@ -145,7 +168,7 @@ class Switch final : private fabric::SwitchDriver {
   // fabric::SwitchDriver.
   fabric::PortQueue& queue(uint32_t port) override { return *ports_[port].q; }
   bool send_control(uint32_t port, const uint8_t* frame, uint16_t len, uint64_t now) override;
-  void return_credits(uint32_t, uint8_t, uint32_t, uint64_t) override {}  // no credit flow control here
+  void return_credits(uint32_t port, uint8_t prio, uint32_t blocks, uint64_t now) override;
   void wake(uint64_t at, uint32_t port, uint8_t prio) override { wakes_.push_back({at, port, prio}); }
 
   void forward(PktBuf* b, int in, uint64_t now_ns);
@@ -156,11 +179,14 @@ class Switch final : private fabric::SwitchDriver {
   void free_to_origin(const fabric::Queued& q);
   void run_wakes(uint64_t now_ns);
   void apply_params(int id);
+  bool take_credit(Port& p, const PktBuf* b);
+  void send_credit(uint32_t id);
 
   fabric::Switch core_;
   std::vector<Port> ports_;
   std::vector<Wake> wakes_;
   uint64_t seed_;
+  uint32_t credit_bytes_;
   uint64_t next_ready_ns_ = UINT64_MAX;
   uint64_t next_age_ns_ = 0;
   uint64_t last_now_ns_ = 0;

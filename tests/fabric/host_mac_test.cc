@@ -1,5 +1,5 @@
-// A host NIC that obeys PFC (fabric/pfc_endpoint.h): in-memory port, manual clock.
-#include "fabric/pfc_endpoint.h"
+// A host NIC's MAC (fabric/host_mac.h): PFC, PAUSE and link credits on an in-memory port, manual clock.
+#include "fabric/host_mac.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@ using test::FakePort;
 
 constexpr std::array<uint8_t, 6> kA{0x02, 0, 0x7f, 1, 0, 1}, kB{0x02, 0, 0x7f, 1, 0, 2};
 constexpr uint64_t kRate = kRealTimeLineRateBps;
+constexpr uint64_t kMac = 0x02007f010001;
 constexpr uint8_t kTosPrio3 = 0x68, kTosPrio0 = 0x00;
 
 std::vector<uint8_t> pfc_frame(uint8_t enable, uint16_t quanta) {
@@ -26,7 +27,7 @@ std::vector<uint8_t> pfc_frame(uint8_t enable, uint16_t quanta) {
 }
 
 // Sends frames of `len` bytes (a length tells them apart) at the given TOS through the endpoint.
-uint16_t send(PfcEndpoint& ep, FakePort& port, std::initializer_list<uint32_t> lens, uint8_t tos) {
+uint16_t send(HostMac& ep, FakePort& port, std::initializer_list<uint32_t> lens, uint8_t tos) {
   std::vector<PktBuf*> bufs(lens.size());
   EXPECT_EQ(port.alloc_burst(bufs.data(), static_cast<uint16_t>(bufs.size())), bufs.size());
   size_t i = 0;
@@ -41,7 +42,7 @@ uint16_t send(PfcEndpoint& ep, FakePort& port, std::initializer_list<uint32_t> l
 }
 
 // Receives whatever the port has; returns how many frames reached the caller (control frames do not).
-uint16_t receive(PfcEndpoint& ep) {
+uint16_t receive(HostMac& ep) {
   PktBuf* bufs[kBurst];
   const uint16_t k = ep.rx_burst(bufs, kBurst);
   ep.free_burst(bufs, k);
@@ -54,21 +55,21 @@ std::vector<size_t> sent_lengths(const FakePort& p) {
   return v;
 }
 
-TEST(PfcEndpoint, WithoutPauseFramesGoStraightThrough) {
+TEST(HostMac, WithoutPauseFramesGoStraightThrough) {
   FakePort port;
   ManualClock clock;
-  PfcEndpoint ep(&port, &clock, kRate);
+  HostMac ep(&port, &clock, kRate, kMac);
   EXPECT_EQ(send(ep, port, {100, 200}, kTosPrio3), 2);
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{100, 200}));
   EXPECT_EQ(ep.held_frames(), 0u);
   EXPECT_EQ(ep.next_deadline(), kNever);
 }
 
-TEST(PfcEndpoint, XoffHoldsOnlyItsPriorityAndXonReleasesInOrder) {
+TEST(HostMac, XoffHoldsOnlyItsPriorityAndXonReleasesInOrder) {
   FakePort port;
   ManualClock clock;
   clock.set(1000);
-  PfcEndpoint ep(&port, &clock, kRate);
+  HostMac ep(&port, &clock, kRate, kMac);
   port.inject(pfc_frame(1u << 3, 0xFFFF));
   EXPECT_EQ(receive(ep), 0);  // the MAC consumes it
   EXPECT_EQ(ep.counters().pfc_rx, 1u);
@@ -91,10 +92,10 @@ TEST(PfcEndpoint, XoffHoldsOnlyItsPriorityAndXonReleasesInOrder) {
   EXPECT_EQ(ep.next_deadline(), kNever);
 }
 
-TEST(PfcEndpoint, APauseEndsWhenItsQuantaRunOutAndARefreshExtendsIt) {
+TEST(HostMac, APauseEndsWhenItsQuantaRunOutAndARefreshExtendsIt) {
   FakePort port;
   ManualClock clock;
-  PfcEndpoint ep(&port, &clock, kRate);
+  HostMac ep(&port, &clock, kRate, kMac);
   const uint64_t t = pfc_quanta_ns(1000, kRate);  // 5.12 us at 100 Gb/s
   ASSERT_EQ(t, 5120u);
   port.inject(pfc_frame(1u << 3, 1000));
@@ -111,10 +112,10 @@ TEST(PfcEndpoint, APauseEndsWhenItsQuantaRunOutAndARefreshExtendsIt) {
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{300}));
 }
 
-TEST(PfcEndpoint, An8023xPauseStopsEveryPriority) {
+TEST(HostMac, An8023xPauseStopsEveryPriority) {
   FakePort port;
   ManualClock clock;
-  PfcEndpoint ep(&port, &clock, kRate);
+  HostMac ep(&port, &clock, kRate, kMac);
   std::vector<uint8_t> pause(60, 0);
   const uint8_t hdr[] = {0x01, 0x80, 0xc2, 0,    0,    0x01, 0x02, 0,    0,
                          0,    0,    9,    0x88, 0x08, 0x00, 0x01, 0x01, 0x00};
@@ -133,10 +134,10 @@ TEST(PfcEndpoint, An8023xPauseStopsEveryPriority) {
   EXPECT_EQ(ep.flush(), 2u);
 }
 
-TEST(PfcEndpoint, AFullHoldQueueRefusesAndAFullPortIsRetried) {
+TEST(HostMac, AFullHoldQueueRefusesAndAFullPortIsRetried) {
   FakePort port;
   ManualClock clock;
-  PfcEndpoint ep(&port, &clock, kRate, /*hold_limit=*/4);
+  HostMac ep(&port, &clock, kRate, kMac, /*hold_limit=*/4);
   port.inject(pfc_frame(0xFF, 0xFFFF));
   receive(ep);
   EXPECT_EQ(send(ep, port, {101, 102, 103, 104, 105, 106}, kTosPrio3), 4);
@@ -152,17 +153,98 @@ TEST(PfcEndpoint, AFullHoldQueueRefusesAndAFullPortIsRetried) {
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{101, 102, 103, 104}));
 }
 
-TEST(PfcEndpoint, HeldFramesGoHomeWhenItIsDestroyed) {
+TEST(HostMac, HeldFramesGoHomeWhenItIsDestroyed) {
   FakePort port;
   ManualClock clock;
   {
-    PfcEndpoint ep(&port, &clock, kRate);
+    HostMac ep(&port, &clock, kRate, kMac);
     port.inject(pfc_frame(1u << 3, 0xFFFF));
     receive(ep);
     send(ep, port, {101, 102}, kTosPrio3);
     EXPECT_EQ(ep.held_frames(), 2u);
   }
   EXPECT_EQ(port.home(), port.total());
+}
+
+std::vector<uint8_t> credit_frame(uint8_t vl_mask, uint32_t fccl) {
+  CreditFrame c;
+  c.vl_mask = vl_mask;
+  for (int i = 0; i < kPriorities; ++i)
+    if (vl_mask >> i & 1) c.fccl[i] = fccl;
+  std::vector<uint8_t> f(kCreditFrameLen);
+  f.resize(build_credit(f.data(), 0x02007f010009, c));
+  return f;
+}
+
+// The credit updates the MAC sent (and removes them from port.sent).
+std::vector<CreditFrame> credits_sent(FakePort& port) {
+  std::vector<CreditFrame> out;
+  std::erase_if(port.sent, [&](const std::vector<uint8_t>& f) {
+    CreditFrame c;
+    if (!parse_credit(f.data(), static_cast<uint16_t>(f.size()), &c)) return false;
+    out.push_back(c);
+    return true;
+  });
+  return out;
+}
+
+TEST(CreditFrameTest, RoundTripsAndIsNotAPfcFrame) {
+  const auto f = credit_frame(1u << 3, 0xFFFFFFF0u);
+  ASSERT_EQ(f.size(), kCreditFrameLen);
+  EXPECT_EQ(f[0], 0x01);  // link-local group address: no bridge forwards it
+  CreditFrame c;
+  ASSERT_TRUE(parse_credit(f.data(), kCreditFrameLen, &c));
+  EXPECT_EQ(c.vl_mask, 1u << 3);
+  EXPECT_EQ(c.fccl[3], 0xFFFFFFF0u);
+  PfcFrame p;
+  EXPECT_FALSE(parse_pfc(f.data(), kCreditFrameLen, &p));
+  EXPECT_FALSE(parse_credit(f.data(), 20, &c));
+}
+
+TEST(HostMacCredits, BeginWithTheFirstUpdateAndLimitWhatLeaves) {
+  FakePort port;
+  ManualClock clock;
+  HostMac ep(&port, &clock, kRate, kMac);
+  EXPECT_EQ(send(ep, port, {256}, kTosPrio3), 1);  // no credit flow control until the link says so
+  EXPECT_FALSE(ep.credits_on());
+  port.inject(credit_frame(1u << 3, 8));  // 8 blocks of 64 bytes: two frames of 193..256 bytes
+  EXPECT_EQ(receive(ep), 0);
+  EXPECT_TRUE(ep.credits_on());
+  // It answers with what it grants: its buffer (the limit it was first given), nothing received yet.
+  auto back = credits_sent(port);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].vl_mask, 1u << 3);
+  EXPECT_EQ(back[0].fccl[3], 8u);
+
+  EXPECT_EQ(send(ep, port, {250, 251, 252}, kTosPrio3), 3);
+  EXPECT_EQ(send(ep, port, {100}, kTosPrio0), 1);  // priority 0 is not under credit
+  EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{256, 250, 251, 100}));
+  EXPECT_EQ(ep.held_frames(), 1u);
+  EXPECT_GT(ep.queue_stats().credit_stall, 0u);
+  port.inject(credit_frame(1u << 3, 8));  // a repeated limit adds nothing
+  receive(ep);
+  EXPECT_EQ(ep.held_frames(), 1u);
+  port.inject(credit_frame(1u << 3, 12));  // four more blocks: the last frame goes
+  receive(ep);
+  EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{256, 250, 251, 100, 252}));
+  EXPECT_EQ(ep.counters().credit_rx, 3u);
+}
+
+TEST(HostMacCredits, ReceivedFramesGiveTheirBlocksBack) {
+  FakePort port;
+  ManualClock clock;
+  HostMac ep(&port, &clock, kRate, kMac);
+  port.inject(credit_frame(1u << 3, 2048));
+  receive(ep);
+  credits_sent(port);
+  port.inject(test::frame(kA, kB, 1000, 0, kTosPrio3));  // 16 blocks
+  port.inject(test::frame(kA, kB, 1001, 0, kTosPrio3));  // 16 blocks
+  port.inject(test::frame(kA, kB, 1000, 0, kTosPrio0));  // another VL: no credit
+  EXPECT_EQ(receive(ep), 3);
+  const auto back = credits_sent(port);
+  ASSERT_EQ(back.size(), 1u) << "one update per receive burst";
+  EXPECT_EQ(back[0].fccl[3], 2048u + 32u);
+  EXPECT_EQ(ep.counters().credit_tx, 2u);
 }
 
 }  // namespace
