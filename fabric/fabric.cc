@@ -54,6 +54,17 @@ double red_mark_probability(const EcnConfig& ecn, uint64_t q) {
          static_cast<double>(ecn.kmax_bytes - ecn.kmin_bytes);
 }
 
+uint8_t frame_prio(const uint8_t* f, uint16_t len) {
+  uint32_t off = 0;
+  const wire::VlanTag* tag = nullptr;
+  const uint16_t type = ether_type(f, len, &off, &tag);
+  if (tag) return static_cast<uint8_t>(tag->tci.get() >> 13);
+  if (type == wire::kEtherTypeIpv4 && len >= off + 2) return static_cast<uint8_t>(f[off + 1] >> 5);
+  if (type == wire::kEtherTypeIpv6 && len >= off + 2)
+    return static_cast<uint8_t>(((f[off] & 0x0F) << 4 | f[off + 1] >> 4) >> 5);
+  return 0;
+}
+
 FrameClass classify(const uint8_t* f, uint16_t len, uint64_t salt) {
   FrameClass c;
   uint32_t off = 0;
@@ -172,18 +183,24 @@ uint16_t build_credit(uint8_t* out, uint64_t src_mac, const CreditFrame& c) {
   w[0].set(kEtherTypeLocalExperimental);
   w[1].set(kCreditSubtype);
   w[2].set(c.vl_mask);
-  auto* fccl = reinterpret_cast<be32*>(out + 18);
-  for (int i = 0; i < kPriorities; ++i) fccl[i].set(c.fccl[i]);
+  auto* v = reinterpret_cast<be32*>(out + 18);  // eight FCTBS, then eight FCCL
+  for (int i = 0; i < kPriorities; ++i) {
+    v[i].set(c.fctbs[i]);
+    v[kPriorities + i].set(c.fccl[i]);
+  }
   return kCreditFrameLen;
 }
 
 bool parse_credit(const uint8_t* f, uint16_t len, CreditFrame* out) {
   const auto* w = reinterpret_cast<const be16*>(f + 12);
-  if (len < 18 + 4 * kPriorities || w[0].get() != kEtherTypeLocalExperimental || w[1].get() != kCreditSubtype)
+  if (len < kCreditFrameLen || w[0].get() != kEtherTypeLocalExperimental || w[1].get() != kCreditSubtype)
     return false;
   out->vl_mask = static_cast<uint8_t>(w[2].get());
-  const auto* fccl = reinterpret_cast<const be32*>(f + 18);
-  for (int i = 0; i < kPriorities; ++i) out->fccl[i] = fccl[i].get();
+  const auto* v = reinterpret_cast<const be32*>(f + 18);
+  for (int i = 0; i < kPriorities; ++i) {
+    out->fctbs[i] = v[i].get();
+    out->fccl[i] = v[kPriorities + i].get();
+  }
   return true;
 }
 

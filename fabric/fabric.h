@@ -72,6 +72,8 @@ struct FrameClass {
   uint64_t flow_hash = 0;     // of source/destination IP, UDP ports (0 for non-IP)
 };
 FrameClass classify(const uint8_t* frame, uint16_t len, uint64_t salt);
+// classify(...).prio alone, cheaply (per frame on a host's transmit path).
+uint8_t frame_prio(const uint8_t* frame, uint16_t len);
 
 // CE marking, shared by the simulated switch and uroced. The RoCEv2 ICRC masks TOS / traffic class
 // (A17.4.3), so it stays valid.
@@ -100,18 +102,28 @@ struct PfcFrame {
 };
 uint16_t build_pfc(uint8_t* out, uint64_t src_mac, const PfcFrame& p);
 bool parse_pfc(const uint8_t* frame, uint16_t len, PfcFrame* out);
-// Link credit update (the real-time form of InfiniBand's flow control packet, IBA 7.9.4): sent by a receiver
-// to the sender on its link, never forwarded (link-local destination 01:80:C2:00:00:01, IEEE local
-// experimental ether type 0x88B5, then the subtype "FC"). For each VL in `vl_mask` the credit limit FCCL:
-// the total 64-byte blocks the sender may have sent on that VL since the link came up (blocks received plus
-// buffer free), modulo 2^32. Absolute, so a lost or repeated update only delays credit.
+// Link credit update, the real-time form of InfiniBand's flow control packet (IBA 7.9.4), which each end of
+// a credit-controlled link sends the other: never forwarded (link-local destination 01:80:C2:00:00:01, IEEE
+// local experimental ether type 0x88B5, then the subtype "FC"). For each VL in `vl_mask`, in 64-byte blocks
+// modulo 2^32 counted since the link came up: FCTBS, the total the sender of the update has transmitted on
+// that VL (the receiver of the update sets what it has received to it: what was lost is not waited for),
+// and FCCL, the credit limit it grants: the total the other end may have transmitted (blocks received plus
+// buffer free). The other end may send while its own FCTBS stays within FCCL. Absolute counts: a lost or
+// repeated update only delays credit.
 constexpr uint16_t kEtherTypeLocalExperimental = 0x88B5;
 constexpr uint16_t kCreditSubtype = 0x4643;  // "FC"
-constexpr uint16_t kCreditFrameLen = 60;
+constexpr uint16_t kCreditFrameLen = 18 + 8 * kPriorities;
 struct CreditFrame {
   uint8_t vl_mask = 0;
+  uint32_t fctbs[kPriorities] = {};
   uint32_t fccl[kPriorities] = {};
 };
+// The credit a sender has on a VL: limit - sent, as a signed difference of the modulo-2^32 counts (0 when
+// it has sent up to or past the limit).
+inline uint32_t credit_left(uint32_t fccl, uint32_t fctbs) {
+  const auto d = static_cast<int32_t>(fccl - fctbs);
+  return d > 0 ? static_cast<uint32_t>(d) : 0;
+}
 uint16_t build_credit(uint8_t* out, uint64_t src_mac, const CreditFrame& c);
 bool parse_credit(const uint8_t* frame, uint16_t len, CreditFrame* out);
 

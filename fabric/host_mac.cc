@@ -29,11 +29,25 @@ HostMac::~HostMac() {
   });
 }
 
+uint16_t HostMac::transmit(PktBuf** bufs, uint16_t n) {
+  // Lengths and priorities are read before tx_burst: a transmitted buffer belongs to the port.
+  uint32_t blocks[kBurst];
+  uint8_t prio[kBurst];
+  const uint16_t m = std::min<uint16_t>(n, kBurst);
+  for (uint16_t i = 0; i < m; ++i) {
+    blocks[i] = credit_blocks(bufs[i]->len);
+    prio[i] = frame_prio(bufs[i]->data, bufs[i]->len);
+  }
+  const uint16_t k = inner_->tx_burst(bufs, m);
+  for (uint16_t i = 0; i < k; ++i) fctbs_[prio[i]] += blocks[i];
+  return k;
+}
+
 uint16_t HostMac::tx_burst(PktBuf** bufs, uint16_t n) {
-  if (idle()) return inner_->tx_burst(bufs, n);
+  if (idle()) return transmit(bufs, n);
   const uint64_t now = clock_->now_ns();
   flush(now);
-  if (idle()) return inner_->tx_burst(bufs, n);
+  if (idle()) return transmit(bufs, n);
   // Something is paused, waits or is credit-limited: queue behind it, so each priority keeps its order.
   const size_t before = q_.frames();
   uint16_t i = 0;
@@ -64,14 +78,10 @@ uint16_t HostMac::rx_burst(PktBuf** bufs, uint16_t n) {
       inner_->free_burst(&b, 1);
       continue;
     }
-    if (credit_mask_ != 0) {
-      // The host's receive buffer drains at once: the frame's blocks go back to the sender.
-      const uint8_t vl = classify(b->data, b->len, 0).prio;
-      if (credit_mask_ >> vl & 1) {
-        rx_blocks_[vl] += credit_blocks(b->len);
-        credit_due_ = true;
-      }
-    }
+    const uint8_t vl = frame_prio(b->data, b->len);
+    abr_[vl] += credit_blocks(b->len);
+    // The host's receive buffer drains at once: the frame's blocks go back to the sender.
+    if (credit_mask_ >> vl & 1) credit_due_ = true;
     bufs[kept++] = b;
   }
   if (credit_due_) send_credit();
@@ -102,23 +112,25 @@ void HostMac::take_credit(const uint8_t* frame, uint16_t len) {
   if (!parse_credit(frame, len, &cf)) return;
   ++c_.credit_rx;
   if (credit_mask_ == 0) {
-    // The link's first update: credit flow control begins on its VLs, and the limit it grants before any
-    // frame moved is the buffer we grant back.
-    credit_mask_ = cf.vl_mask;
+    credit_mask_ = cf.vl_mask;  // the link's first update: credit flow control begins on its VLs
     q_.start_credits(cf.vl_mask);
-    for (uint8_t vl = 0; vl < kPriorities; ++vl)
-      if (cf.vl_mask >> vl & 1) rx_buffer_blocks_ = std::max(rx_buffer_blocks_, cf.fccl[vl]);
-    credit_due_ = true;  // tell the peer what we grant
   }
   for (uint8_t vl = 0; vl < kPriorities; ++vl) {
     if (!(cf.vl_mask & credit_mask_ & (1u << vl))) continue;
-    // Limits only grow (mod 2^32): a stale or repeated update adds nothing.
-    const uint32_t more = cf.fccl[vl] - peer_fccl_[vl];
-    if (more != 0 && more < (1u << 31)) {
-      q_.add_credits(vl, more);
-      peer_fccl_[vl] = cf.fccl[vl];
-    }
+    abr_[vl] = cf.fctbs[vl];  // what the peer sent and we did not get is not coming
+    peer_fccl_[vl] = cf.fccl[vl];
   }
+  update_credits();
+  credit_due_ = true;  // answer: the peer learns what we received and grant
+}
+
+// The queue's credit per VL: the peer's limit less what we transmitted and what waits already dequeued.
+void HostMac::update_credits() {
+  uint32_t staged[kPriorities] = {};
+  for (uint16_t i = 0; i < staged_n_; ++i)
+    staged[frame_prio(staged_[i]->data, staged_[i]->len)] += credit_blocks(staged_[i]->len);
+  for (uint8_t vl = 0; vl < kPriorities; ++vl)
+    if (credit_mask_ >> vl & 1) q_.set_credits(vl, credit_left(peer_fccl_[vl], fctbs_[vl] + staged[vl]));
 }
 
 void HostMac::send_credit() {
@@ -126,8 +138,11 @@ void HostMac::send_credit() {
   if (inner_->alloc_burst(&b, 1) != 1) return;  // credit_due_ stays set: the next pass tries again
   CreditFrame cf;
   cf.vl_mask = credit_mask_;
-  for (uint8_t vl = 0; vl < kPriorities; ++vl)
-    if (credit_mask_ >> vl & 1) cf.fccl[vl] = rx_blocks_[vl] + rx_buffer_blocks_;
+  for (uint8_t vl = 0; vl < kPriorities; ++vl) {
+    if (!(credit_mask_ >> vl & 1)) continue;
+    cf.fctbs[vl] = fctbs_[vl];
+    cf.fccl[vl] = abr_[vl] + kHostCreditBytes / kCreditBlock;
+  }
   b->len = build_credit(b->data, mac_, cf);
   if (inner_->tx_burst(&b, 1) != 1) {
     inner_->free_burst(&b, 1);
@@ -157,7 +172,7 @@ uint32_t HostMac::flush(uint64_t now) {
       while (staged_n_ < kBurst && q_.pop(now, &q)) staged_[staged_n_++] = q.buf;
       if (staged_n_ == 0) return sent;
     }
-    const uint16_t k = inner_->tx_burst(staged_, staged_n_);
+    const uint16_t k = transmit(staged_, staged_n_);
     sent += k;
     std::copy(staged_ + k, staged_ + staged_n_, staged_);
     staged_n_ = static_cast<uint16_t>(staged_n_ - k);

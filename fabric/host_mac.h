@@ -6,13 +6,13 @@
 // queue the switch model uses (fabric/port_queue.h, as the simulator's host uplinks do), until its priority
 // resumes or the pause time runs out; frames of other priorities keep going.
 //
-// Credits (InfiniBand-style, fabric.h's CreditFrame): off until the link's first credit update arrives. From
-// then on the VLs it names are credit-limited: a frame of such a VL leaves only while the peer's credit
-// limit covers it, and waits in the queue otherwise. The MAC gives credit back as well: for every frame
-// received on those VLs (the host drains its receive buffer at once, as in the simulator) it adds the
-// frame's blocks to what it has received and, at the end of the receive burst, sends one credit update
-// (FCCL = blocks received + its buffer, the buffer being the limit the peer first granted).
-//
+// Credits (InfiniBand-style, fabric.h's CreditFrame): the MAC counts the blocks it transmits and receives
+// per VL from its creation (FCTBS and ABR). Credit flow control begins with the link's first credit update:
+// from then on a frame of a VL it names leaves only while the peer's limit covers it (FCCL - FCTBS, less
+// what waits already dequeued), and waits in the queue otherwise. Each update sets what the MAC has
+// received to the peer's FCTBS. The MAC grants credit too: the host drains its receive buffer at once (as in
+// the simulator), so its limit is blocks received plus kHostCreditBytes; it sends an update after every
+// receive burst with data on those VLs and in answer to each update, so a lost one is made good.
 // While nothing is paused, held or credit-limited, tx_burst goes straight to the port.
 //
 // Time: the clock given at construction. Nobody is woken when a pause ends: the owner calls flush() on its
@@ -40,6 +40,9 @@ struct HostMacCounters {
   uint64_t tx_held = 0;         // frames that had to wait for a pause or for credit
   uint64_t tx_refused = 0;      // frames tx_burst refused because the hold queue was full
 };
+
+// The receive buffer per VL a host MAC grants its link peer under credit flow control.
+constexpr uint32_t kHostCreditBytes = 128 * 1024;
 
 class HostMac final : public PacketIo {
  public:
@@ -73,6 +76,9 @@ class HostMac final : public PacketIo {
  private:
   bool idle() const { return paused_mask_ == 0 && credit_mask_ == 0 && staged_n_ == 0 && q_.frames() == 0; }
   uint32_t flush(uint64_t now);
+  // Hands frames to the port, counting what it took in FCTBS; returns how many it took.
+  uint16_t transmit(PktBuf** bufs, uint16_t n);
+  void update_credits();
   void take_control(const PktBuf* b, uint64_t now);
   void take_credit(const uint8_t* frame, uint16_t len);
   void send_credit();
@@ -87,12 +93,13 @@ class HostMac final : public PacketIo {
   PktBuf* staged_[kBurst] = {};
   uint16_t staged_n_ = 0;
   uint8_t paused_mask_ = 0;  // priorities whose pause has not been seen to end
-  // Credits: the VLs under credit, the peer's last limit per VL (what we may send), and what we grant.
+  // Credits: blocks sent and received per VL since creation (mod 2^32), the VLs under credit, the peer's
+  // last limit per VL, and an update to send (received data, or the port refused one).
+  uint32_t fctbs_[kPriorities] = {};
+  uint32_t abr_[kPriorities] = {};
   uint8_t credit_mask_ = 0;
   uint32_t peer_fccl_[kPriorities] = {};
-  uint32_t rx_blocks_[kPriorities] = {};  // blocks received per VL since credits began (mod 2^32)
-  uint32_t rx_buffer_blocks_ = 0;         // our buffer per VL, as advertised
-  bool credit_due_ = false;               // an update to send (received data, or the port refused one)
+  bool credit_due_ = false;
   HostMacCounters c_;
 };
 

@@ -98,6 +98,8 @@ class PortQueue {
 
   // Credits the receiver returned for VL `vl` have arrived.
   void add_credits(uint8_t vl, uint32_t blocks) { credits_[vl] += blocks; }
+  // The credit of VL `vl` is now `blocks` (a credit update with absolute counts).
+  void set_credits(uint8_t vl, uint32_t blocks) { credits_[vl] = blocks; }
   // Turns credit flow control on for the VLs in `mask` with no credit yet (a host MAC that learns its
   // credits from the link's first credit update); credit_limit() is then the largest credit a VL may hold.
   void start_credits(uint8_t mask);

@@ -37,6 +37,7 @@ uint16_t SimPort::tx_burst(PktBuf** bufs, uint16_t n) {
     }
     ++counters_.tx_frames;
     counters_.tx_bytes += bufs[i]->len;
+    if (wire_tap_) wire_tap_(*bufs[i], now);
     uplink_->send(SimFrame{bufs[i]}, now);  // a tail drop is the link's to count
   }
   return i;
@@ -60,6 +61,7 @@ void SimPort::free_burst(PktBuf** bufs, uint16_t n) {
 }
 
 void SimPort::receive(const SimFrame& f, uint64_t now) {
+  if (wire_tap_) wire_tap_(*f.buf, now);
   fabric::PfcFrame pfc;
   if (fabric::parse_pfc(f.buf->data, f.buf->len, &pfc)) {
     // MAC control frames end in the MAC: the transport never sees them.

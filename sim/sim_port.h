@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <functional>
 
+#include "fabric/ring.h"
 #include "sim/buffer_pool.h"
 #include "sim/counters.h"
 #include "sim/link.h"
-#include "fabric/ring.h"
 #include "transport/packet_io.h"
 
 namespace uroce::sim {
@@ -57,6 +57,9 @@ class SimPort final : public PacketIo, public FrameSink {
   bool tx_unblocked() const;
   // Called for every frame that lands in the rx ring (experiments count per-flow bytes with it).
   void set_rx_tap(std::function<void(const PktBuf&, uint64_t now)> tap) { rx_tap_ = std::move(tap); }
+  // Called for every frame on this port's wire: each one it transmits and each one that reaches it, MAC
+  // control frames and frames it then drops included (a capture point).
+  void set_wire_tap(std::function<void(const PktBuf&, uint64_t now)> tap) { wire_tap_ = std::move(tap); }
 
  private:
   friend class SimNetwork;
@@ -78,6 +81,7 @@ class SimPort final : public PacketIo, public FrameSink {
   bool tx_blocked_ = false;
   PortCounters counters_;
   std::function<void(const PktBuf&, uint64_t)> rx_tap_;
+  std::function<void(const PktBuf&, uint64_t)> wire_tap_;
   Link* credit_feeder_ = nullptr;
   uint8_t credit_mask_ = 0;
 };

@@ -166,11 +166,14 @@ TEST(HostMac, HeldFramesGoHomeWhenItIsDestroyed) {
   EXPECT_EQ(port.home(), port.total());
 }
 
-std::vector<uint8_t> credit_frame(uint8_t vl_mask, uint32_t fccl) {
+std::vector<uint8_t> credit_frame(uint8_t vl_mask, uint32_t fccl, uint32_t fctbs = 0) {
   CreditFrame c;
   c.vl_mask = vl_mask;
   for (int i = 0; i < kPriorities; ++i)
-    if (vl_mask >> i & 1) c.fccl[i] = fccl;
+    if (vl_mask >> i & 1) {
+      c.fccl[i] = fccl;
+      c.fctbs[i] = fctbs;
+    }
   std::vector<uint8_t> f(kCreditFrameLen);
   f.resize(build_credit(f.data(), 0x02007f010009, c));
   return f;
@@ -189,43 +192,50 @@ std::vector<CreditFrame> credits_sent(FakePort& port) {
 }
 
 TEST(CreditFrameTest, RoundTripsAndIsNotAPfcFrame) {
-  const auto f = credit_frame(1u << 3, 0xFFFFFFF0u);
+  const auto f = credit_frame(1u << 3, 0xFFFFFFF0u, 7);
   ASSERT_EQ(f.size(), kCreditFrameLen);
   EXPECT_EQ(f[0], 0x01);  // link-local group address: no bridge forwards it
   CreditFrame c;
   ASSERT_TRUE(parse_credit(f.data(), kCreditFrameLen, &c));
   EXPECT_EQ(c.vl_mask, 1u << 3);
   EXPECT_EQ(c.fccl[3], 0xFFFFFFF0u);
+  EXPECT_EQ(c.fctbs[3], 7u);
   PfcFrame p;
   EXPECT_FALSE(parse_pfc(f.data(), kCreditFrameLen, &p));
-  EXPECT_FALSE(parse_credit(f.data(), 20, &c));
+  EXPECT_FALSE(parse_credit(f.data(), kCreditFrameLen - 1, &c));
+  // Limits and counts wrap: credit is their signed difference.
+  EXPECT_EQ(credit_left(5, 0xFFFFFFFEu), 7u);
+  EXPECT_EQ(credit_left(0xFFFFFFFEu, 5), 0u);
 }
 
 TEST(HostMacCredits, BeginWithTheFirstUpdateAndLimitWhatLeaves) {
   FakePort port;
   ManualClock clock;
   HostMac ep(&port, &clock, kRate, kMac);
-  EXPECT_EQ(send(ep, port, {256}, kTosPrio3), 1);  // no credit flow control until the link says so
+  EXPECT_EQ(send(ep, port, {256}, kTosPrio3), 1);  // no credit flow control until the link says so...
   EXPECT_FALSE(ep.credits_on());
-  port.inject(credit_frame(1u << 3, 8));  // 8 blocks of 64 bytes: two frames of 193..256 bytes
+  port.inject(credit_frame(1u << 3, 12));  // ...but counted: 4 of these 12 blocks are used
   EXPECT_EQ(receive(ep), 0);
   EXPECT_TRUE(ep.credits_on());
-  // It answers with what it grants: its buffer (the limit it was first given), nothing received yet.
+  EXPECT_EQ(ep.credits(3), 8u);
+  // It answers with what it sent and grants: nothing received yet, plus its buffer.
   auto back = credits_sent(port);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].vl_mask, 1u << 3);
-  EXPECT_EQ(back[0].fccl[3], 8u);
+  EXPECT_EQ(back[0].fctbs[3], 4u);
+  EXPECT_EQ(back[0].fccl[3], kHostCreditBytes / kCreditBlock);
 
-  EXPECT_EQ(send(ep, port, {250, 251, 252}, kTosPrio3), 3);
-  EXPECT_EQ(send(ep, port, {100}, kTosPrio0), 1);  // priority 0 is not under credit
+  EXPECT_EQ(send(ep, port, {250, 251, 252}, kTosPrio3), 3);  // 4 blocks each: two fit
+  EXPECT_EQ(send(ep, port, {100}, kTosPrio0), 1);            // priority 0 is not under credit
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{256, 250, 251, 100}));
   EXPECT_EQ(ep.held_frames(), 1u);
   EXPECT_GT(ep.queue_stats().credit_stall, 0u);
-  port.inject(credit_frame(1u << 3, 8));  // a repeated limit adds nothing
+  port.inject(credit_frame(1u << 3, 12));  // a repeated limit adds nothing
   receive(ep);
   EXPECT_EQ(ep.held_frames(), 1u);
-  port.inject(credit_frame(1u << 3, 12));  // four more blocks: the last frame goes
+  port.inject(credit_frame(1u << 3, 16));  // four more blocks: the last frame goes
   receive(ep);
+  EXPECT_EQ(credits_sent(port).size(), 2u);  // it answers every update
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{256, 250, 251, 100, 252}));
   EXPECT_EQ(ep.counters().credit_rx, 3u);
 }
@@ -241,10 +251,15 @@ TEST(HostMacCredits, ReceivedFramesGiveTheirBlocksBack) {
   port.inject(test::frame(kA, kB, 1001, 0, kTosPrio3));  // 16 blocks
   port.inject(test::frame(kA, kB, 1000, 0, kTosPrio0));  // another VL: no credit
   EXPECT_EQ(receive(ep), 3);
-  const auto back = credits_sent(port);
+  auto back = credits_sent(port);
   ASSERT_EQ(back.size(), 1u) << "one update per receive burst";
-  EXPECT_EQ(back[0].fccl[3], 2048u + 32u);
-  EXPECT_EQ(ep.counters().credit_tx, 2u);
+  EXPECT_EQ(back[0].fccl[3], 32u + kHostCreditBytes / kCreditBlock);
+  // The peer says it sent 40 blocks: the 8 that did not come are lost, and not waited for.
+  port.inject(credit_frame(1u << 3, 2048, 40));
+  receive(ep);
+  back = credits_sent(port);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].fccl[3], 40u + kHostCreditBytes / kCreditBlock);
 }
 
 }  // namespace

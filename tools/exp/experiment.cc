@@ -1,12 +1,14 @@
 #include "tools/exp/experiment.h"
 
+#include <pcap/pcap.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "fabric/fabric.h"
-#include "sim/fabric_queue.h"
 #include "fabric/rng.h"
+#include "sim/fabric_queue.h"
 #include "transport/wire/address.h"
 #include "transport/wire/headers.h"
 
@@ -391,6 +393,28 @@ bool Experiment::drive() {
   }
   active_.resize(keep);
   return all_done && !flows_.empty();
+}
+
+void Experiment::capture(const std::string& path) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, PCAP_TSTAMP_PRECISION_NANO);
+  pcap_dumper_t* d = dead ? pcap_dump_open(dead, path.c_str()) : nullptr;
+  if (d == nullptr) {
+    const std::string why = dead ? pcap_geterr(dead) : "pcap_open_dead failed";
+    if (dead) pcap_close(dead);
+    throw std::runtime_error("capture " + path + ": " + why);
+  }
+  pcap_ = std::shared_ptr<void>(d, [dead](void* p) {
+    pcap_dump_close(static_cast<pcap_dumper_t*>(p));
+    pcap_close(dead);
+  });
+  for (auto& h : hosts_)
+    h->port->set_wire_tap([d](const PktBuf& b, uint64_t now) {
+      pcap_pkthdr ph{};
+      ph.ts.tv_sec = static_cast<time_t>(now / 1'000'000'000);
+      ph.ts.tv_usec = static_cast<suseconds_t>(now % 1'000'000'000);  // nanoseconds in a nano-precision file
+      ph.caplen = ph.len = b.len;
+      pcap_dump(reinterpret_cast<u_char*>(d), &ph, b.data);
+    });
 }
 
 uint64_t Experiment::pause_frames() const {

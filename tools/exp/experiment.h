@@ -120,6 +120,10 @@ class Experiment {
   };
   std::vector<FlowResult> flow_results() const;
 
+  // Writes every frame each host's port sends and receives (PFC frames included) to a pcap file, time-stamped
+  // in virtual nanoseconds. Call after the hosts are added, before run(). Throws when it cannot open it.
+  void capture(const std::string& pcap_path);
+
   // Fabric-wide counters now.
   uint64_t pause_frames() const;
   uint64_t drops() const;
@@ -139,6 +143,7 @@ class Experiment {
 
   sim::SimNetwork net_;
   std::vector<std::unique_ptr<Host>> hosts_;
+  std::shared_ptr<void> pcap_;  // the capture's pcap_dumper_t (capture())
   std::vector<std::unique_ptr<Flow>> flows_;
   std::vector<uint32_t> pending_;  // flows not started yet, latest start first (run() sorts them)
   std::vector<uint32_t> active_;   // started and not done (long flows stay)

@@ -12,9 +12,9 @@
 #include <stdexcept>
 
 #include "cc/cc.h"
+#include "fabric/rng.h"
 #include "ns3_cdfs.h"  // generated: cmake/embed_cdfs.cmake
 #include "sim/fabric_queue.h"
-#include "fabric/rng.h"
 #include "tools/exp/experiment.h"
 #include "tools/exp/text.h"
 

@@ -86,11 +86,20 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
                  why.c_str(), vdir.c_str());
     ok = false;
   };
-  Child daemon =
-      spawn("uroced",
-            {runtime::find_uroced().string(), "--daemon", "--rate", std::to_string(k.rate_bps), "--ecn", ecn,
-             "--pause", std::to_string(k.pause), "--idle-exit", "5", "--burst", std::to_string(k.burst)},
-            {}, vdir + "/uroced.out");
+  std::vector<std::string> uroced_cmd = {runtime::find_uroced().string(),
+                                         "--daemon",
+                                         "--rate",
+                                         std::to_string(k.rate_bps),
+                                         "--ecn",
+                                         ecn,
+                                         "--pause",
+                                         std::to_string(k.pause),
+                                         "--idle-exit",
+                                         "5",
+                                         "--burst",
+                                         std::to_string(k.burst)};
+  if (k.credit) uroced_cmd.insert(uroced_cmd.end(), {"--credit", std::to_string(k.credit)});
+  Child daemon = spawn("uroced", uroced_cmd, {}, vdir + "/uroced.out");
   reap(daemon, true);  // --daemon returns once the daemon listens
   if (daemon.exit_code != 0) fail("uroced did not start");
 
@@ -148,6 +157,24 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
     }
   }
 
+  // Captures of the receiver and the first sender; each ends when its process exits.
+  std::vector<Child> captures;
+  if (ok && k.capture)
+    for (const auto& [name, pid] : {std::pair<std::string, pid_t>{"receiver", server.pid},
+                                    std::pair<std::string, pid_t>{"sender0", clients.front().pid}}) {
+      // Once its device is open (it answers on its control socket); 128 bytes of each frame: the headers.
+      EngineProbe probe(pid);
+      EngineSample s;
+      if (!wait_for([&] { return probe.sample(&s); }, kStartTimeoutS)) {
+        fail("no device to capture in " + name);
+        break;
+      }
+      captures.push_back(spawn("capture " + name,
+                               {uroce, "capture", "--pid", std::to_string(pid), "-w",
+                                vdir + "/" + name + ".pcap", "--force", "-s", "128"},
+                               {}, vdir + "/capture-" + name + ".log"));
+    }
+
   // Sampling until every sender has exited.
   if (ok) {
     m->receiver = server.pid;
@@ -195,6 +222,8 @@ bool run_variant(const Options& o, const Knobs& k, const Variant& v, const std::
     if (c.exit_code != 0) fail(c.name + " exited with " + std::to_string(c.exit_code));
   }
   if (server.pid > 0 && !wait_for([&] { return reap(server, false); }, 20)) stop(server);
+  for (Child& c : captures)
+    if (!wait_for([&] { return reap(c, false); }, 5)) stop(c);
   // uroced answers "stop" and then closes its ports and removes its files: the directory goes once it has
   // exited (removed under its feet, parts of it stayed behind).
   std::string reply, err;

@@ -148,7 +148,9 @@ void usage(FILE* f) {
       "\nkey=value sets a knob (defaults shown): rate = the receiver port's rate, flows = QPs (incast: "
       "sender\n"
       "processes), kmin/kmax/pmax = ECN marking, pause = uroced's ingress pause threshold, msg = message\n"
-      "bytes, depth = WRITEs in flight per sender, burst = the port's token bucket depth; cc.PARAM=V sets a\n"
+      "bytes, depth = WRITEs in flight per sender, burst = the port's token bucket depth, credit = BYTES\n"
+      "runs uroced with link credits instead of PFC (--credit), capture=1 writes receiver.pcap and\n"
+      "sender0.pcap (uroce capture) per variant; cc.PARAM=V sets a\n"
       "parameter of the algorithm "
       "(UROCE_CC_PARAMS, docs/cc.md), e.g. cc.clamp_tgt_rate=1.\n"
       "--cc sets UROCE_CC for the CC variants (default dcqcn); --duration the seconds of traffic (default "
@@ -170,6 +172,11 @@ Knobs check(const Options& o) {
   if (!o.key("burst").empty() && !uroced::parse_bytes(o.key("burst"), &k.burst))
     throw UsageError("key 'burst' must be a byte count (64k), got '" + o.key("burst") + "'");
   k.pmax = o.key("pmax");
+  if (o.key("credit") != "off" && !uroced::parse_bytes(o.key("credit"), &k.credit))
+    throw UsageError("key 'credit' must be a byte count (64k) or off, got '" + o.key("credit") + "'");
+  if (o.key("capture") != "0" && o.key("capture") != "1")
+    throw UsageError("key 'capture' must be 0 or 1, got '" + o.key("capture") + "'");
+  k.capture = o.key("capture") == "1";
   k.flows = parse_uint("key 'flows'", o.key("flows"), o.sc->load == Load::kAllreduce ? 2 : 1, 16);
   k.msg = parse_uint("key 'msg'", o.key("msg"), 4096, 1u << 26);
   if (o.sc->load == Load::kIncast) k.depth = parse_uint("key 'depth'", o.key("depth"), 1, 64);
@@ -219,8 +226,10 @@ Options parse(const std::vector<std::string>& args, bool* listed) {
   for (const auto& [k, v] : o.given) {
     std::string known;
     for (const auto& [name, def] : o.sc->keys) known += (known.empty() ? "" : " ") + name;
-    if (o.key(k).empty() ||
-        std::none_of(o.sc->keys.begin(), o.sc->keys.end(), [&](const auto& kv) { return kv.first == k; }))
+    for (const auto& [name, def] : common_keys()) known += " " + name;
+    const auto named = [&](const auto& kv) { return kv.first == k; };
+    if (o.key(k).empty() || (std::none_of(o.sc->keys.begin(), o.sc->keys.end(), named) &&
+                             std::none_of(common_keys().begin(), common_keys().end(), named)))
       throw UsageError("unknown key '" + k + "' (" + known + " cc.PARAM)");
   }
   return o;

@@ -35,6 +35,13 @@ struct Scenario {
   std::vector<Variant> (*variants)(const std::string& cc, const std::string& kmin);
 };
 
+// Keys every scenario takes: credit = BYTES | off (uroced's link credits instead of PFC), capture = 0 | 1
+// (receiver.pcap and sender0.pcap of the first sender, written by `uroce capture`).
+inline const std::vector<std::pair<std::string, std::string>>& common_keys() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {{"credit", "off"}, {"capture", "0"}};
+  return keys;
+}
+
 struct Options {
   const Scenario* sc = nullptr;
   std::string out = "exp-out", cc = "dcqcn";
@@ -46,6 +53,8 @@ struct Options {
     if (const auto it = given.find(k); it != given.end()) return it->second;
     for (const auto& [name, def] : sc->keys)
       if (name == k) return def;
+    for (const auto& [name, def] : common_keys())
+      if (name == k) return def;
     return "";
   }
 };
@@ -56,6 +65,8 @@ struct Knobs {
   unsigned flows = 0, msg = 0, depth = 0;
   std::string pmax;
   std::string cc_params;  // UROCE_CC_PARAMS for the CC variants
+  uint64_t credit = 0;    // uroced --credit (0: PFC)
+  bool capture = false;
 };
 
 const std::vector<Scenario>& scenarios();

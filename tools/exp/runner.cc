@@ -158,7 +158,9 @@ std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, con
                                         bool plots, FILE* log) {
   if (opt.duration_ns == 0) opt.duration_ns = sc.default_duration_ns;
   std::vector<Variant> variants = sc.variants(opt);
+  const bool capture = opt.knobs.num("capture", 0) != 0;
   opt.knobs.check();
+  if (capture && out_dir.empty()) throw std::invalid_argument("capture=1 needs --out DIR");
   const bool gnuplot = plots && !out_dir.empty() && have_gnuplot();
   if (plots && !out_dir.empty() && !gnuplot)
     std::fprintf(log, "uroce exp: gnuplot not found; writing CSVs only (apt install gnuplot-nox for PNGs)\n");
@@ -166,10 +168,11 @@ std::vector<VariantResult> run_scenario(const Scenario& sc, RunOptions& opt, con
   for (Variant& v : variants) {
     Experiment e(opt.seed);
     v.build(e);
-    VariantResult r{v.name, e.run(opt.duration_ns), ""};
+    const std::string dir = out_dir.empty() ? "" : out_dir + "/" + sc.name + "/" + v.name;
+    if (!dir.empty()) fs::create_directories(dir);
+    if (capture) e.capture(dir + "/capture.pcap");
+    VariantResult r{v.name, e.run(opt.duration_ns), dir};
     if (!out_dir.empty()) {
-      r.dir = out_dir + "/" + sc.name + "/" + v.name;
-      fs::create_directories(r.dir);
       const Series series = series_of(e);
       write_csvs(series, r.dir);
       if (gnuplot) plot(series, r.dir, std::string(sc.name) + " / " + v.name);

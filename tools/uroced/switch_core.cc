@@ -62,16 +62,9 @@ int Switch::add_port(PacketIo* io, std::string name, const PortConfig& cfg, uint
   p.q = std::make_unique<fabric::PortQueue>(false, credit_bytes_, p.credits ? 0xFF : 0);
   p.q->set_rate_bps(fabric::kRealTimeLineRateBps);
   p.loss = Loss((seed_ ^ 0x6C6F7373ULL) * 0xBF58476D1CE4E5B9ULL + id + 1);
-  if (p.credits) {
-    // The queue starts with the whole buffer of credit, as the process's MAC will grant it; the process
-    // learns the buffer the switch grants from the first update, sent before anything else.
-    const uint32_t limit = credit_bytes_ / fabric::kCreditBlock;
-    std::fill(std::begin(p.granted), std::end(p.granted), limit);
-    std::fill(std::begin(p.peer_fccl), std::end(p.peer_fccl), limit);
-    p.credit_due = true;
-  }
+  // The egress queue starts with credit_bytes of credit until the process's first update says more.
   configure_port(static_cast<int>(id), cfg, now_ns);
-  if (p.credits) send_credit(static_cast<uint32_t>(id));
+  if (p.credits) send_credit(static_cast<uint32_t>(id), now_ns);
   return static_cast<int>(id);
 }
 
@@ -90,11 +83,11 @@ void Switch::set_no_credit_peer(int id) {
 void Switch::return_credits(uint32_t port, uint8_t prio, uint32_t blocks, uint64_t /*now*/) {
   Port& p = ports_[port];
   if (!p.credits || !p.io) return;
-  p.granted[prio] += blocks;
+  p.held[prio] -= std::min(blocks, p.held[prio]);
   p.credit_due = true;
 }
 
-void Switch::send_credit(uint32_t id) {
+void Switch::send_credit(uint32_t id, uint64_t now_ns) {
   Port& p = ports_[id];
   PktBuf* b = nullptr;
   if (p.io->alloc_burst(&b, 1) != 1) return;  // credit_due stays: the next pass tries again
@@ -104,25 +97,33 @@ void Switch::send_credit(uint32_t id) {
   }
   fabric::CreditFrame cf;
   cf.vl_mask = 0xFF;
-  std::copy(std::begin(p.granted), std::end(p.granted), cf.fccl);
+  const uint32_t limit = credit_bytes_ / fabric::kCreditBlock;
+  for (uint8_t vl = 0; vl < fabric::kPriorities; ++vl) {
+    cf.fctbs[vl] = p.fctbs[vl];
+    cf.fccl[vl] = p.abr[vl] + limit - std::min(p.held[vl], limit);
+  }
   b->len = fabric::build_credit(b->data, core_.port_mac(id), cf);
   p.q->push_control(fabric::Queued{b, id, {}});
   p.c.credit_tx++;
   p.credit_due = false;
+  p.credit_sent_ns = now_ns;
 }
 
-// A credit update from the port's process: more room at its end for this port's egress.
+// A credit update from the port's process: what it transmitted (what it sent that has not come is lost)
+// and its limit for this port's egress.
 bool Switch::take_credit(Port& p, const PktBuf* b) {
   fabric::CreditFrame cf;
   if (!p.credits || !fabric::parse_credit(b->data, b->len, &cf)) return false;
   p.c.credit_rx++;
+  uint32_t staged[fabric::kPriorities] = {};
+  for (uint16_t i = 0; i < p.staged_n; ++i)
+    if (!p.staged[i].meta.control)
+      staged[p.staged[i].meta.prio] += fabric::credit_blocks(p.staged[i].buf->len);
   for (uint8_t vl = 0; vl < fabric::kPriorities; ++vl) {
     if (!(cf.vl_mask >> vl & 1)) continue;
-    const uint32_t more = cf.fccl[vl] - p.peer_fccl[vl];  // limits only grow (mod 2^32)
-    if (more != 0 && more < (1u << 31)) {
-      p.q->add_credits(vl, more);
-      p.peer_fccl[vl] = cf.fccl[vl];
-    }
+    p.abr[vl] = cf.fctbs[vl];
+    p.peer_fccl[vl] = cf.fccl[vl];
+    p.q->set_credits(vl, fabric::credit_left(cf.fccl[vl], p.fctbs[vl] + staged[vl]));
   }
   return true;
 }
@@ -298,6 +299,13 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
     src.io->free_burst(&b, 1);
     return;
   }
+  if (src.credits &&
+      (b->len < kEthHeader || (b->data[12] << 8 | b->data[13]) != fabric::kEtherTypeMacControl)) {
+    // A data frame the process counted in its FCTBS: received, and held until its credit goes back.
+    const uint8_t vl = fabric::frame_prio(b->data, b->len);
+    src.abr[vl] += fabric::credit_blocks(b->len);
+    src.held[vl] += fabric::credit_blocks(b->len);
+  }
   if (b->len >= kEthHeader && gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
   const fabric::Switch::Verdict v = core_.ingress(static_cast<uint32_t>(in), b->data, b->len, now_ns);
   using Kind = fabric::Switch::Verdict::Kind;
@@ -392,7 +400,9 @@ uint32_t Switch::drain(int id, uint64_t now_ns) {
   uint64_t sent_bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
     sent_bytes += lens[i];
-    if (!p.staged[i].meta.control) core_.left(p.staged[i], now_ns);
+    if (p.staged[i].meta.control) continue;
+    if (p.credits) p.fctbs[p.staged[i].meta.prio] += fabric::credit_blocks(lens[i]);
+    core_.left(p.staged[i], now_ns);
   }
   std::copy(p.staged + sent, p.staged + p.staged_n, p.staged);
   p.staged_n = static_cast<uint16_t>(p.staged_n - sent);
@@ -434,8 +444,11 @@ uint32_t Switch::poll(uint64_t now_ns) {
     for (uint16_t k = 0; k < n; ++k) forward(bufs[k], static_cast<int>(i), now_ns);
     work += n;
   }
-  for (size_t i = 0; i < ports_.size(); ++i)
-    if (ports_[i].io && ports_[i].credit_due) send_credit(static_cast<uint32_t>(i));
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
+    if (p.io && p.credits && (p.credit_due || now_ns - p.credit_sent_ns >= kCreditRefreshNs))
+      send_credit(static_cast<uint32_t>(i), now_ns);
+  }
   next_ready_ns_ = UINT64_MAX;
   run_wakes(now_ns);
   for (size_t i = 0; i < ports_.size(); ++i)

@@ -22,11 +22,13 @@
 // egress.
 //
 // Credits (Switch(seed, credit_bytes) with credit_bytes > 0): InfiniBand-style link flow control instead of
-// PFC, per VL (= priority). Every port but one marked otherwise (the uplink) is a credit peer: its egress
-// queue sends a frame only while the process's credit limit covers it, and the switch grants the process
-// credit_bytes of buffer per VL and gives blocks back as its frames leave the switch. Both directions speak
-// fabric.h's CreditFrame, which a uroce process's MAC (fabric/host_mac.h) understands: the switch sends the
-// first one when the port is added, and one after each pass that freed some of the port's blocks.
+// PFC, per VL (= priority). Every port but one marked otherwise (the uplink) is a credit peer. Both ends
+// speak fabric.h's CreditFrame with absolute counts, which a uroce process's MAC (fabric/host_mac.h) speaks
+// too: the switch counts per VL what it transmitted to the port (FCTBS), what it received from it (ABR, set
+// to the process's FCTBS by each update from it) and what of that it still holds; it grants the process
+// FCCL = ABR + credit_bytes - held, and its egress to the port sends only within the process's FCCL. It
+// sends an update when the port is added, after each pass that freed some of the port's blocks, and at
+// least every kCreditRefreshNs (a lost update is made good).
 //
 // Buffers: a queued frame is owned by the switch and remembers its ingress port (Queued::tag); remove_port()
 // frees every frame that came from the port being removed (wherever it is queued) and every frame queued
@@ -53,6 +55,7 @@ namespace uroce::uroced {
 using Mac = std::array<uint8_t, 6>;
 
 constexpr uint64_t kLearnAgeNs = 300'000'000'000;  // 300 s, the 802.1D default
+constexpr uint64_t kCreditRefreshNs = 1'000'000;   // the longest between two credit updates to a port
 
 struct PortConfig {
   uint64_t rate_bps = 0;     // 0: unlimited
@@ -151,12 +154,16 @@ class Switch final : private fabric::SwitchDriver {
     fabric::Queued staged[kBurst];
     uint16_t staged_n = 0;
     bool paused = false;
-    // Credit flow control with the port's process: the limit granted per VL (blocks given back + buffer),
-    // the process's last limit for this port's egress, and an update to send.
+    // Credit flow control with the port's process, per VL in 64-byte blocks (mod 2^32): transmitted to it,
+    // received from it, of those still in the switch, its last limit for us; an update to send, and when
+    // the last one went.
     bool credits = false;
-    uint32_t granted[fabric::kPriorities] = {};
+    uint32_t fctbs[fabric::kPriorities] = {};
+    uint32_t abr[fabric::kPriorities] = {};
+    uint32_t held[fabric::kPriorities] = {};
     uint32_t peer_fccl[fabric::kPriorities] = {};
     bool credit_due = false;
+    uint64_t credit_sent_ns = 0;
     uint64_t credit_stalls = 0;  // drains that found frames but no credit for them
   };
   struct Wake {
@@ -180,7 +187,7 @@ class Switch final : private fabric::SwitchDriver {
   void run_wakes(uint64_t now_ns);
   void apply_params(int id);
   bool take_credit(Port& p, const PktBuf* b);
-  void send_credit(uint32_t id);
+  void send_credit(uint32_t id, uint64_t now_ns);
 
   fabric::Switch core_;
   std::vector<Port> ports_;
