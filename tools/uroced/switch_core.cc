@@ -115,6 +115,7 @@ bool Switch::take_credit(Port& p, const PktBuf* b) {
   fabric::CreditFrame cf;
   if (!p.credits || !fabric::parse_credit(b->data, b->len, &cf)) return false;
   p.c.credit_rx++;
+  p.credit_heard = true;
   uint32_t staged[fabric::kPriorities] = {};
   for (uint16_t i = 0; i < p.staged_n; ++i)
     if (!p.staged[i].meta.control)
@@ -301,10 +302,12 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
   }
   if (src.credits &&
       (b->len < kEthHeader || (b->data[12] << 8 | b->data[13]) != fabric::kEtherTypeMacControl)) {
-    // A data frame the process counted in its FCTBS: received, and held until its credit goes back.
+    // A data frame the process counted in its FCTBS: received, and held until its credit goes back. Until the
+    // process has answered an update it does not know it sends under credit: such frames are taken as lossy
+    // ones (the egress buffer bounds them) and not held against its credit.
     const uint8_t vl = fabric::frame_prio(b->data, b->len);
     src.abr[vl] += fabric::credit_blocks(b->len);
-    src.held[vl] += fabric::credit_blocks(b->len);
+    if (src.credit_heard) src.held[vl] += fabric::credit_blocks(b->len);
   }
   if (b->len >= kEthHeader && gsi_tap_ && is_gsi_frame(b->data, b->len)) gsi_tap_(b->data, b->len);
   const fabric::Switch::Verdict v = core_.ingress(static_cast<uint32_t>(in), b->data, b->len, now_ns);
@@ -323,10 +326,13 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
     case Kind::kFlood:
       flood(b, in, v.meta, now_ns);
       return;
-    case Kind::kForward:
+    case Kind::kForward: {
       if (v.to_default) src.c.unknown_to_uplink++;
-      enqueue(static_cast<int>(v.out), b, v.meta, now_ns);
+      fabric::FrameMeta m = v.meta;
+      if (src.credits && !src.credit_heard) m.lossless = false;  // sent before it knew of credit (above)
+      enqueue(static_cast<int>(v.out), b, m, now_ns);
       return;
+    }
   }
 }
 
@@ -446,7 +452,8 @@ uint32_t Switch::poll(uint64_t now_ns) {
   }
   for (size_t i = 0; i < ports_.size(); ++i) {
     Port& p = ports_[i];
-    if (p.io && p.credits && (p.credit_due || now_ns - p.credit_sent_ns >= kCreditRefreshNs))
+    if (p.io && p.credits &&
+        (p.credit_due || now_ns - p.credit_sent_ns >= (p.credit_heard ? kCreditRefreshNs : kCreditHelloNs)))
       send_credit(static_cast<uint32_t>(i), now_ns);
   }
   next_ready_ns_ = UINT64_MAX;

@@ -27,8 +27,10 @@
 // too: the switch counts per VL what it transmitted to the port (FCTBS), what it received from it (ABR, set
 // to the process's FCTBS by each update from it) and what of that it still holds; it grants the process
 // FCCL = ABR + credit_bytes - held, and its egress to the port sends only within the process's FCCL. It
-// sends an update when the port is added, after each pass that freed some of the port's blocks, and at
-// least every kCreditRefreshNs (a lost update is made good).
+// sends an update when the port is added, every kCreditHelloNs until the process answers (a memif link that
+// is not up yet loses them), after each pass that freed some of the port's blocks, and at least every
+// kCreditRefreshNs (a lost update is made good). A process sends without credit until it has the first
+// update; anything beyond the grant then is dropped and counted (drop_credit) and RC resends it.
 //
 // Buffers: a queued frame is owned by the switch and remembers its ingress port (Queued::tag); remove_port()
 // frees every frame that came from the port being removed (wherever it is queued) and every frame queued
@@ -56,6 +58,7 @@ using Mac = std::array<uint8_t, 6>;
 
 constexpr uint64_t kLearnAgeNs = 300'000'000'000;  // 300 s, the 802.1D default
 constexpr uint64_t kCreditRefreshNs = 1'000'000;   // the longest between two credit updates to a port
+constexpr uint64_t kCreditHelloNs = 10'000;  // ... until the process has answered (its link may be coming up)
 
 struct PortConfig {
   uint64_t rate_bps = 0;     // 0: unlimited
@@ -163,6 +166,7 @@ class Switch final : private fabric::SwitchDriver {
     uint32_t held[fabric::kPriorities] = {};
     uint32_t peer_fccl[fabric::kPriorities] = {};
     bool credit_due = false;
+    bool credit_heard = false;  // an update came from the process (until then ours may have been lost)
     uint64_t credit_sent_ns = 0;
     uint64_t credit_stalls = 0;  // drains that found frames but no credit for them
   };
