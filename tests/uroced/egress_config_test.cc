@@ -33,20 +33,6 @@ TEST(TokenBucket, ZeroRateIsUnlimited) {
   EXPECT_TRUE(tb.allows(1u << 30));
 }
 
-TEST(Red, SelectionProbabilityFollowsTheLinearRamp) {
-  Red red(42);
-  red.configure({true, 10'000, 20'000, 0.2});
-  EXPECT_FALSE(red.select(10'000));  // the profile is the DCQCN paper's: 0 up to kmin, 1 above kmax
-  EXPECT_TRUE(red.select(20'001));
-  EXPECT_TRUE(red.select(1'000'000));
-  int hits = 0;
-  constexpr int kTrials = 100'000;
-  for (int i = 0; i < kTrials; ++i) hits += red.select(15'000);  // p = 0.1
-  EXPECT_NEAR(hits / double(kTrials), 0.1, 0.01);
-  Red off;
-  EXPECT_FALSE(off.select(1'000'000));
-}
-
 std::vector<uint8_t> ip_frame(bool v6, bool vlan, uint8_t ecn) {
   std::vector<uint8_t> f(128, 0);
   auto* eth = reinterpret_cast<wire::EthHdr*>(f.data());

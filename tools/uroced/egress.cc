@@ -38,17 +38,4 @@ uint64_t Xorshift64::next() {
   return state_ * 0x2545F4914F6CDD1DULL;
 }
 
-bool Red::select(uint64_t q) {
-  // The marking profile is the simulator's (DCQCN paper: 0 up to kmin, a ramp to pmax at kmax, 1 above).
-  fabric::EcnConfig e;
-  e.enabled = p_.enabled;
-  e.kmin_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmin, UINT32_MAX));
-  e.kmax_bytes = static_cast<uint32_t>(std::min<uint64_t>(p_.kmax, UINT32_MAX));
-  e.pmax = p_.pmax;
-  const double p = fabric::red_mark_probability(e, q);
-  if (p <= 0) return false;
-  if (p >= 1) return true;
-  return rng_.unit() < p;
-}
-
 }  // namespace uroce::uroced

@@ -34,10 +34,10 @@ class TokenBucket {
   uint64_t last_ns_ = 0;
 };
 
-// RED with ECN only (as DCQCN-era switches are configured): a frame enqueued while the queue holds q bytes
-// is selected with probability 0 up to kmin, pmax * (q - kmin) / (kmax - kmin) up to kmax, and 1 above
-// (fabric::red_mark_probability, the simulator's profile). A selected ECT frame is marked CE; a selected
-// Not-ECT frame passes unmarked (and is counted): RED never drops here, the buffer limit does.
+// A port's RED with ECN only (as DCQCN-era switches are configured), given to the switch model
+// (fabric::red_mark_probability, fabric::Switch): a frame is selected with probability 0 up to kmin bytes of
+// queue, pmax * (q - kmin) / (kmax - kmin) up to kmax, and 1 above. A selected ECT frame is marked CE; a
+// selected Not-ECT frame passes unmarked (and is counted): RED never drops here, the buffer limit does.
 struct RedParams {
   bool enabled = false;
   uint64_t kmin = 0;  // bytes
@@ -56,19 +56,6 @@ class Xorshift64 {
 
  private:
   uint64_t state_;
-};
-
-class Red {
- public:
-  Red() = default;
-  explicit Red(uint64_t seed) : rng_(seed) {}
-  void configure(const RedParams& p) { p_ = p; }
-  const RedParams& params() const { return p_; }
-  bool select(uint64_t queue_bytes);
-
- private:
-  RedParams p_;
-  Xorshift64 rng_;
 };
 
 // Random loss, as on a lossy link: each frame offered to the port is dropped with probability p,
