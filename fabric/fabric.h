@@ -50,6 +50,10 @@ struct FabricConfig {
   uint32_t pfc_xon_bytes = 64 * 1024;
   uint32_t pfc_headroom_bytes = 64 * 1024;
   uint16_t pfc_quanta = 0xFFFF;  // pause time sent with XOFF, in 512-bit times; refreshed at half of it
+  // PFC watchdog (0: off): a priority of a port paused by the device beyond it without a break for this long
+  // is in a storm: the switch resumes it and ignores that device's PFC frames for it until they stop for as
+  // long (or an XON comes), so the paused queue drains to the device and the pause spreads no further.
+  uint64_t pfc_watchdog_ns = 0;
   // Credits: the receive buffer each port advertises per VL (lossless priority), in bytes.
   uint32_t credit_bytes = 128 * 1024;
   bool int_enabled = false;  // stamp an IntHop on RoCE request packets at egress

@@ -80,6 +80,7 @@ Switch::Verdict Switch::ingress(uint32_t in, const uint8_t* frame, uint16_t len,
   if (parse_pfc(frame, len, &v.pfc)) {
     ++p.c.pfc_rx;
     v.kind = Verdict::Kind::kPfc;
+    if (cfg_.pfc_watchdog_ns) watchdog(in, &v.pfc, now);
     return v;
   }
   const FrameClass cls = classify(frame, len, cfg_.ecmp_salt);
@@ -247,6 +248,40 @@ void Switch::release(const Queued& q, uint64_t now, bool credits) {
     send_pfc(m.in_port, m.prio, false, now);
   if (credits && cfg_.flow_control == FlowControl::kCredit)
     driver_.return_credits(m.in_port, m.prio, credit_blocks(len), now);
+}
+
+// Rewrites a received PFC frame as the watchdog lets it act: a priority found in a storm is resumed (quanta
+// 0) and its later XOFFs dropped from the frame (enable bit cleared) while they keep coming.
+void Switch::watchdog(uint32_t in, PfcFrame* pfc, uint64_t now) {
+  Port& p = ports_[in];
+  const uint64_t rate = driver_.queue(in).rate_bps();
+  for (uint8_t prio = 0; prio < kPriorities; ++prio) {
+    const auto bit = static_cast<uint8_t>(1u << prio);
+    if (!(pfc->enable & bit)) continue;
+    const uint16_t quanta = pfc->quanta[prio];
+    if (p.storm[prio]) {
+      if (quanta != 0 && now - p.last_xoff[prio] < cfg_.pfc_watchdog_ns) {
+        p.last_xoff[prio] = now;
+        pfc->enable &= static_cast<uint8_t>(~bit);
+        ++p.c.pfc_ignored;
+        continue;
+      }
+      p.storm[prio] = false;  // quiet for a detection time, or an XON: the device is heard again
+      p.paused_from[prio] = kNeverPaused;
+    }
+    if (quanta == 0) {
+      p.paused_from[prio] = kNeverPaused;
+      continue;
+    }
+    if (p.paused_from[prio] == kNeverPaused || now > p.pause_end[prio]) p.paused_from[prio] = now;
+    p.pause_end[prio] = now + pfc_quanta_ns(quanta, rate);
+    p.last_xoff[prio] = now;
+    if (now - p.paused_from[prio] >= cfg_.pfc_watchdog_ns) {
+      p.storm[prio] = true;
+      ++p.c.pfc_storms;
+      pfc->quanta[prio] = 0;  // resume it now
+    }
+  }
 }
 
 void Switch::send_pfc(uint32_t port, uint8_t prio, bool xoff, uint64_t now) {

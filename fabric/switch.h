@@ -25,6 +25,7 @@
 // credits back and calls on_refresh() when asked to. Threads: one thread calls everything.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -46,7 +47,9 @@ namespace uroce::fabric {
   X(drop_credit)    /* arrived without credit: a sender overran (never, if correct) */ \
   X(pfc_xoff_sent)  /* PFC frames pausing the device on this port (refreshes incl.) */ \
   X(pfc_xon_sent)                                                                      \
-  X(pfc_rx) /* PFC frames received on this port */
+  X(pfc_rx)      /* PFC frames received on this port */                                \
+  X(pfc_storms)  /* the PFC watchdog found a priority paused without a break */        \
+  X(pfc_ignored) /* PFC frames the watchdog ignored during a storm */
 UROCE_COUNTER_SET(SwitchPortCounters, UROCE_FABRIC_PORT_COUNTERS);
 
 #define UROCE_FABRIC_SWITCH_COUNTERS(X)                                    \
@@ -176,12 +179,20 @@ class Switch {
   void set_id(uint32_t id) { id_ = id; }
 
  private:
+  static constexpr uint64_t kNeverPaused = UINT64_MAX;
   struct Port {
+    Port() { std::fill(std::begin(paused_from), std::end(paused_from), kNeverPaused); }
     uint64_t mac = 0;
     PortParams params;
     uint64_t bytes[kPriorities] = {};  // lossless bytes this port's frames hold, per priority
     bool xoff[kPriorities] = {};
     bool refresh_pending[kPriorities] = {};
+    // The PFC watchdog, per priority of this port's egress: since when the device has paused it without a
+    // break (kNeverPaused: not paused), until when the last XOFF holds, the last XOFF, and a storm found.
+    uint64_t paused_from[kPriorities];
+    uint64_t pause_end[kPriorities] = {};
+    uint64_t last_xoff[kPriorities] = {};
+    bool storm[kPriorities] = {};
     SwitchPortCounters c;
     EcnTally tally;
   };
@@ -198,6 +209,7 @@ class Switch {
   void mark(uint32_t port, Queued* q, uint64_t depth);
   void release(const Queued& q, uint64_t now, bool credits);
   void send_pfc(uint32_t port, uint8_t prio, bool xoff, uint64_t now);
+  void watchdog(uint32_t in, PfcFrame* pfc, uint64_t now);
 
   FabricConfig cfg_;
   SwitchDriver& driver_;

@@ -46,7 +46,8 @@ void list(FILE* f) {
   std::fprintf(
       f,
       "\nCommon keys: link_gbps delay_ns msg_kb ecn kmin_kb kmax_kb pmax fc=none|pfc|credit xoff_kb xon_kb "
-      "headroom_kb buffer_kb credit_kb dt_alpha int, capture=1 (with --out: each variant's capture.pcap of\n"
+      "headroom_kb buffer_kb credit_kb dt_alpha int pfc_watchdog_us, capture=1 (with --out: each variant's "
+      "capture.pcap of\n"
       "every frame the hosts send and receive, PFC frames included), and cc.<param> for the algorithm's\n"
       "parameters.\n"
       "\nReal verbs traffic through uroced instead of the simulator: uroce exp --realtime --list.\n");

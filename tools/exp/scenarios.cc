@@ -65,6 +65,7 @@ Common common(RunOptions& o, const std::string& default_cc, fabric::FabricConfig
   fabric.credit_bytes = kb(k, "credit_kb", fabric.credit_bytes);
   fabric.dt_alpha = k.num("dt_alpha", fabric.dt_alpha);
   fabric.int_enabled = k.num("int", fabric.int_enabled) != 0;
+  fabric.pfc_watchdog_ns = static_cast<uint64_t>(k.num("pfc_watchdog_us", 0) * 1000);
   c.fabric = fabric;
   c.host.cc = o.cc.empty() ? default_cc : o.cc;
   c.host.cc_params = k.cc_params();
@@ -333,8 +334,11 @@ std::vector<Variant> pfc_storm(RunOptions& o) {
   const std::string topo = o.knobs.str("storm_topo", "leaf-spine");
   if (topo != "leaf-spine" && topo != "star")
     throw std::invalid_argument("key 'storm_topo': '" + topo + "' is not leaf-spine or star");
-  const Common c = common(o, "dcqcn", default_fabric());
-  auto build = [c, at, topo](bool storm) {
+  const Common plain = common(o, "dcqcn", default_fabric());
+  Common guarded = plain;
+  if (guarded.fabric.pfc_watchdog_ns == 0)
+    guarded.fabric.pfc_watchdog_ns = static_cast<uint64_t>(o.knobs.num("watchdog_us", 200)) * kUs;
+  auto build = [at, topo](const Common& c, bool storm) {
     return [c, at, topo, storm](Experiment& e) {
       if (topo == "star") {
         sim::SimSwitch& sw = build_star(e, 4, c.host, c.fabric, c.link);
@@ -359,7 +363,8 @@ std::vector<Variant> pfc_storm(RunOptions& o) {
       e.watch("leaf0_to_spine0", *t.leaves[0], t.up[0][0]);
     };
   };
-  return {Variant{"healthy", build(false)}, Variant{"storm", build(true)}};
+  return {Variant{"healthy", build(plain, false)}, Variant{"storm", build(plain, true)},
+          Variant{"storm+watchdog", build(guarded, true)}};
 }
 
 // Four switches in a ring, one host each; host i writes to host i+3. Routed clockwise over three hops (the
@@ -585,8 +590,11 @@ const std::vector<Scenario>& scenarios() {
        "0 -> V1 and 1 -> V2 across the spines, 2 -> 3 within leaf 0, 7 -> V1 within leaf 1. Leaf 1 stops "
        "sending to X, frames for X hold the buffer of the spine ingresses, so leaf 1 pauses the spines, the "
        "spines pause leaf 0's uplinks, leaf 0 pauses senders 0 and 1: the innocent flows 1 and 2 stop three "
-       "hops from the fault. storm_topo=star: the one-switch version (flows 2 -> X, 2 -> V, 3 -> V). No PFC "
-       "watchdog is modelled. docs/war-stories.md.",
+       "hops from the fault. storm_topo=star: the one-switch version (flows 2 -> X, 2 -> V, 3 -> V). Third "
+       "variant: the storm with the switches' PFC watchdog (watchdog_us, default 200: a priority paused "
+       "without "
+       "a break that long is resumed and the device's PFC ignored while it goes on), which confines it. "
+       "docs/war-stories.md.",
        3 * kMs, pfc_storm},
       {"pfc-deadlock",
        "Four switches in a ring with one host each; every host writes to the host three hops away and the "
