@@ -97,10 +97,11 @@ TEST(CcResultsTest, IncastBurstSpikesTheQueueAndEveryBurstFinishes) {
 }
 
 // A NIC sending XOFF forever pauses its switch port; the pause spreads to a sender's flow to a healthy
-// receiver: less total throughput, less fair, much more paused time, nothing dropped.
+// receiver: less total throughput, less fair, much more paused time, nothing dropped. The watchdog gives
+// the stalled flow its rate back.
 TEST(CcResultsTest, PfcStormSpreadsToInnocentFlows) {
   const auto r = run("pfc-storm", {"storm_topo=star"});
-  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r.size(), 3u);
   const Summary& healthy = r[0].summary;
   const Summary& storm = r[1].summary;
   EXPECT_LT(storm.total_gbps, 0.8 * healthy.total_gbps);
@@ -109,6 +110,9 @@ TEST(CcResultsTest, PfcStormSpreadsToInnocentFlows) {
   EXPECT_GT(storm.paused_us, 2 * healthy.paused_us);
   EXPECT_EQ(healthy.drops, 0u);
   EXPECT_EQ(storm.drops, 0u);
+  const Summary& guarded = r[2].summary;
+  EXPECT_GT(guarded.min_flow_gbps, 0.8 * healthy.min_flow_gbps);
+  EXPECT_EQ(guarded.drops, 0u);
 }
 
 // HPCC with INT holds a 16:1 incast near line rate with a queue of a few packets (no ECN, no CNPs).
