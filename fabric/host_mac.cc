@@ -16,8 +16,14 @@ uint16_t ether_type(const PktBuf* b) {
 
 }  // namespace
 
-HostMac::HostMac(PacketIo* inner, const Clock* clock, uint64_t rate_bps, uint64_t mac, uint32_t hold_limit)
-    : inner_(inner), clock_(clock), mac_(mac), hold_limit_(hold_limit), q_(false, 0, 0) {
+HostMac::HostMac(PacketIo* inner, const Clock* clock, uint64_t rate_bps, uint64_t mac, bool credit_link,
+                 uint32_t hold_limit)
+    : inner_(inner),
+      clock_(clock),
+      mac_(mac),
+      credit_link_(credit_link),
+      hold_limit_(hold_limit),
+      q_(false, 0, 0) {
   q_.set_rate_bps(rate_bps);
 }
 
@@ -110,6 +116,10 @@ void HostMac::take_control(const PktBuf* b, uint64_t now) {
 void HostMac::take_credit(const uint8_t* frame, uint16_t len) {
   CreditFrame cf;
   if (!parse_credit(frame, len, &cf)) return;
+  if (!credit_link_) {
+    ++c_.credit_ignored;
+    return;
+  }
   ++c_.credit_rx;
   if (credit_mask_ == 0) {
     credit_mask_ = cf.vl_mask;  // the link's first update: credit flow control begins on its VLs

@@ -37,6 +37,7 @@ struct HostMacCounters {
   uint64_t mac_control_rx = 0;  // other MAC control frames (dropped)
   uint64_t credit_rx = 0;       // credit updates received
   uint64_t credit_tx = 0;       // credit updates sent
+  uint64_t credit_ignored = 0;  // credit updates on a port that does not take them (dropped)
   uint64_t tx_held = 0;         // frames that had to wait for a pause or for credit
   uint64_t tx_refused = 0;      // frames tx_burst refused because the hold queue was full
 };
@@ -46,7 +47,10 @@ constexpr uint32_t kHostCreditBytes = 128 * 1024;
 
 class HostMac final : public PacketIo {
  public:
-  HostMac(PacketIo* inner, const Clock* clock, uint64_t rate_bps, uint64_t mac, uint32_t hold_limit = 1024);
+  // credit_link: the port is a link whose peer may run credit flow control (uroced's memif ports); on any
+  // other port credit updates are dropped and counted (credit_ignored), so nobody on a segment can stall it.
+  HostMac(PacketIo* inner, const Clock* clock, uint64_t rate_bps, uint64_t mac, bool credit_link = true,
+          uint32_t hold_limit = 1024);
   ~HostMac() override;
   HostMac(const HostMac&) = delete;
   HostMac& operator=(const HostMac&) = delete;
@@ -87,6 +91,7 @@ class HostMac final : public PacketIo {
   PacketIo* inner_;
   const Clock* clock_;
   uint64_t mac_;
+  bool credit_link_;
   uint32_t hold_limit_;
   PortQueue q_;
   // Taken from the queue but refused by the port: sent first next time.

@@ -114,8 +114,9 @@ Engine::Engine(const EngineConfig& cfg) {
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
   // Pause times count at the line rate uroced counts them at (memif has no rate of its own).
+  // Link credits are a uroce link protocol: only a memif port (uroced's) may put the MAC under them.
   mac_ = std::make_unique<fabric::HostMac>(tap_.get(), &clock_, fabric::kRealTimeLineRateBps,
-                                           wire::mac_to_u64(cfg.device.mac));
+                                           wire::mac_to_u64(cfg.device.mac), cfg.port.rfind("memif", 0) == 0);
   dev_ = std::make_unique<Device>(cfg.device, mac_.get(), &clock_);  // throws on a bad CC setting
   dev_->on_async_event = [this] { deliver_async_events(); };
   start_control(cfg);
@@ -187,6 +188,7 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"pfc_paused_ns", mac_->queue_stats().paused_ns},
             {"credit_rx", f.credit_rx},
             {"credit_tx", f.credit_tx},
+            {"credit_ignored", f.credit_ignored},
             {"credit_stall", mac_->queue_stats().credit_stall}};
   };
   auto hook_counters = [this]() -> std::vector<std::pair<std::string, uint64_t>> {

@@ -137,7 +137,7 @@ TEST(HostMac, An8023xPauseStopsEveryPriority) {
 TEST(HostMac, AFullHoldQueueRefusesAndAFullPortIsRetried) {
   FakePort port;
   ManualClock clock;
-  HostMac ep(&port, &clock, kRate, kMac, /*hold_limit=*/4);
+  HostMac ep(&port, &clock, kRate, kMac, /*credit_link=*/true, /*hold_limit=*/4);
   port.inject(pfc_frame(0xFF, 0xFFFF));
   receive(ep);
   EXPECT_EQ(send(ep, port, {101, 102, 103, 104, 105, 106}, kTosPrio3), 4);
@@ -260,6 +260,18 @@ TEST(HostMacCredits, ReceivedFramesGiveTheirBlocksBack) {
   back = credits_sent(port);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].fccl[3], 40u + kHostCreditBytes / kCreditBlock);
+}
+
+TEST(HostMacCredits, APortThatIsNoCreditLinkIgnoresUpdates) {
+  FakePort port;
+  ManualClock clock;
+  HostMac ep(&port, &clock, kRate, kMac, /*credit_link=*/false);
+  port.inject(credit_frame(0xFF, 0));  // would stop every priority
+  EXPECT_EQ(receive(ep), 0);
+  EXPECT_FALSE(ep.credits_on());
+  EXPECT_EQ(ep.counters().credit_ignored, 1u);
+  EXPECT_EQ(send(ep, port, {100}, kTosPrio3), 1);
+  EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{100}));
 }
 
 }  // namespace
