@@ -417,5 +417,38 @@ TEST(Switch, CreditsBetweenTheSwitchAndProcessMacsKeepAnIncastLossless) {
   EXPECT_LE(sw.counters(ia).queue_max_bytes + sw.counters(ib).queue_max_bytes, 0u + 3 * 16 * 1024);
 }
 
+// The model's PFC watchdog in real time: a process that keeps its port's priority paused with refreshed XOFFs
+// (a stuck receiver) is obeyed for the detection time, then its port drains to it and its XOFFs are ignored;
+// without the watchdog the frames for it stay queued.
+TEST(Switch, ThePfcWatchdogDrainsAPortWhoseProcessNeverStopsPausing) {
+  for (const uint64_t watchdog_ns : {uint64_t{0}, uint64_t{200'000}}) {
+    FakePort a, x;
+    Switch sw(1, 0, watchdog_ns);
+    const int ia = sw.add_port(&a, "a", {}, 0), ix = sw.add_port(&x, "x", {}, 0);
+    sw.add_static_mac(mac(9), ix);
+    std::vector<uint8_t> xoff(fabric::kPfcFrameLen);
+    fabric::PfcFrame p;
+    p.enable = 1u << 3;
+    p.quanta[3] = 0xFFFF;  // 335 us at 100 Gb/s, refreshed every 100 us
+    fabric::build_pfc(xoff.data(), 0x020000000009ULL, p);
+    for (uint64_t t = 0; t <= 1'000'000; t += 10'000) {
+      if (t % 100'000 == 0) x.inject(xoff);
+      if (t == 50'000)
+        for (int i = 0; i < 5; ++i) a.inject(frame(mac(9), mac(1), 1000));
+      sw.poll(t);
+    }
+    const PortCounters& c = sw.counters(ix);
+    if (watchdog_ns == 0) {
+      EXPECT_TRUE(x.sent.empty()) << "paused for good";
+      EXPECT_EQ(c.pfc_storms, 0u);
+    } else {
+      EXPECT_EQ(x.sent.size(), 5u) << "drained once the watchdog found the storm";
+      EXPECT_EQ(c.pfc_storms, 1u);
+      EXPECT_GT(c.pfc_ignored, 5u);
+    }
+    EXPECT_EQ(sw.counters(ia).drop_queue_full, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace uroce::uroced

@@ -76,7 +76,8 @@ bool parse_subnet(const std::string& v, uint32_t* net, unsigned* prefix) {
 
 constexpr const char* kEgressKeys = "rate, burst, buffer, pause, pfc, ecn, loss";
 constexpr const char* kGlobalKeys =
-    "idle_exit, uplink, subnet, max_clients, seed, credit, rate, burst, buffer, pause, pfc, ecn, loss";
+    "idle_exit, uplink, subnet, max_clients, seed, credit, pfc_watchdog_us, rate, burst, buffer, pause, pfc, "
+    "ecn, loss";
 
 bool apply_global_key(const std::string& key, const std::string& value, DaemonConfig* dc, std::string* err) {
   uint64_t n = 0;
@@ -102,6 +103,10 @@ bool apply_global_key(const std::string& key, const std::string& value, DaemonCo
       return fail(err, "credit: bytes in " + std::to_string(kMinBuffer) + "..1g or off expected, got '" +
                            value + "'");
     dc->credit_bytes = static_cast<uint32_t>(bytes);
+  } else if (key == "pfc_watchdog_us") {
+    if (!parse_uint(value, 60'000'000, &n))
+      return fail(err, "pfc_watchdog_us: microseconds 0..60000000 expected");
+    dc->pfc_watchdog_us = n;
   } else {
     PortConfig& d = dc->defaults;
     if (key == "rate" || key == "burst" || key == "buffer" || key == "pause" || key == "pfc" ||
@@ -249,8 +254,8 @@ bool parse_args(int argc, char** argv, DaemonConfig* dc, std::string* err) {
   // the order given.
   std::map<std::string, std::string> values;
   std::map<const CLI::Option*, std::string> key_of;
-  for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "credit", "rate", "burst",
-                          "buffer", "pause", "pfc", "ecn", "loss"}) {
+  for (const char* key : {"idle_exit", "uplink", "subnet", "max_clients", "seed", "credit", "pfc_watchdog_us",
+                          "rate", "burst", "buffer", "pause", "pfc", "ecn", "loss"}) {
     std::string dashed = key;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
     std::string names = "--" + dashed;
@@ -309,6 +314,7 @@ const char* usage_text() {
        uroced [--daemon] [--config FILE] [--idle-exit SECONDS] [--uplink SPEC] [--subnet A.B.C.D/N]
               [--rate RATE] [--burst BYTES] [--buffer BYTES] [--pause BYTES|off] [--pfc on|off]
               [--ecn KMIN,KMAX,PMAX|off] [--loss P] [--seed N] [--credit BYTES|off]
+              [--pfc-watchdog-us N]
        uroced --stats | --stop | --set [PORT] key=value...
 
 uroced, the uroce host switch: serves the local processes that `uroce run --port uroced` starts, one memif
@@ -331,6 +337,8 @@ It is normally started on demand by `uroce run` and exits after --idle-exit seco
                        by --seed, counted as drop_loss)
   --credit BYTES|off   InfiniBand-style link credits instead of PFC: grant each process this much buffer per
                        priority and send only what its credit covers (default off; uroce processes obey)
+  --pfc-watchdog-us N  resume a port's priority its process has kept paused N us without a break, and
+                       ignore its PFC frames while that goes on (default 0: off)
   --config FILE        key = value file with the same keys and [port NAME] sections ($UROCED_CONFIG)
   --stats              print the running daemon's per-port counters
   --set [PORT] k=v...  change port keys (rate, burst, buffer, pause, pfc, ecn, loss) of PORT (a lease address,

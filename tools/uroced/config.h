@@ -6,7 +6,9 @@
 //
 // Global keys:    idle_exit (seconds, 0 = never), uplink (pmd_glue spec), subnet (A.B.C.D/N, leases come
 //                 from it), max_clients, seed (RED's and loss's random streams), credit (BYTES | off:
-//                 InfiniBand-style link credits instead of PFC, this much buffer granted per port and VL)
+//                 InfiniBand-style link credits instead of PFC, this much buffer granted per port and VL),
+//                 pfc_watchdog_us (0 = off: a process pausing a priority that long without a break is
+//                 ignored)
 // Egress keys (global or per port):
 //   rate   = RATE     token-bucket rate limit in bits/s: 0 (unlimited), 25g, 500m, 1.5g, 100000
 //   burst  = BYTES    bucket depth (default max(2 frames, 100 us at the rate)); 64k, 1m (binary units)
@@ -39,7 +41,8 @@ struct DaemonConfig {
   unsigned prefix = 16;
   unsigned max_clients = 64;
   uint64_t seed = 1;
-  uint32_t credit_bytes = 0;  // 0: PFC; else credit flow control (switch_core.h)
+  uint32_t credit_bytes = 0;     // 0: PFC; else credit flow control (switch_core.h)
+  uint64_t pfc_watchdog_us = 0;  // 0: off
   std::string config_path;
   PortConfig defaults;
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> port_overrides;

@@ -119,7 +119,7 @@ pid_t parent_of(pid_t pid) {
 Daemon::Daemon(DaemonConfig cfg, fs::path base)
     : cfg_(std::move(cfg)),
       base_(std::move(base)),
-      sw_(cfg_.seed, cfg_.credit_bytes),
+      sw_(cfg_.seed, cfg_.credit_bytes, cfg_.pfc_watchdog_us * 1000),
       cm_ports_(local_port_range().first, local_port_range().second, std::random_device{}(),
                 [this](uint32_t ip) {
                   for (const auto& l : leases_)

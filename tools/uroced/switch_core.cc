@@ -18,13 +18,14 @@ constexpr uint64_t kAgeScanNs = 1'000'000'000;
 
 // The model's switch-wide knobs as uroced runs it: no shared-buffer limit (each port has its own buffer),
 // no dynamic threshold, PFC (or credits) on the priorities a port's PortConfig makes lossless.
-fabric::FabricConfig realtime_fabric(uint32_t credit_bytes) {
+fabric::FabricConfig realtime_fabric(uint32_t credit_bytes, uint64_t pfc_watchdog_ns) {
   fabric::FabricConfig fc;
   fc.enabled = true;
   fc.buffer_bytes = uint64_t{1} << 40;
   fc.dt_alpha = 0;
   fc.flow_control = credit_bytes ? fabric::FlowControl::kCredit : fabric::FlowControl::kPfc;
   fc.credit_bytes = credit_bytes;
+  fc.pfc_watchdog_ns = pfc_watchdog_ns;
   fc.lossless_mask = 0xFF;
   return fc;
 }
@@ -36,8 +37,10 @@ bool is_credit_frame(const PktBuf* b) {
 
 }  // namespace
 
-Switch::Switch(uint64_t seed, uint32_t credit_bytes)
-    : core_(realtime_fabric(credit_bytes), *this, seed), seed_(seed), credit_bytes_(credit_bytes) {
+Switch::Switch(uint64_t seed, uint32_t credit_bytes, uint64_t pfc_watchdog_ns)
+    : core_(realtime_fabric(credit_bytes, pfc_watchdog_ns), *this, seed),
+      seed_(seed),
+      credit_bytes_(credit_bytes) {
   core_.set_learning(true, kLearnAgeNs);
   core_.set_flooding(true);
 }
@@ -173,6 +176,8 @@ const PortCounters& Switch::counters(int id) const {
   p.c.pfc_xon_sent = m.pfc_xon_sent;
   p.c.pfc_rx = m.pfc_rx;
   p.c.drop_credit = m.drop_credit;
+  p.c.pfc_storms = m.pfc_storms;
+  p.c.pfc_ignored = m.pfc_ignored;
   p.c.credit_stall = p.credit_stalls;
   p.c.held_bytes = core_.ingress_bytes(static_cast<uint32_t>(id));
   uint64_t staged = 0;
@@ -475,14 +480,14 @@ std::string format_counters(const PortCounters& c, const PortConfig& cfg) {
                 "ecn_marked=%lu "
                 "ecn_not_ect=%lu ecn_already_ce=%lu queue_bytes=%lu queue_frames=%lu queue_max_bytes=%lu "
                 "held_bytes=%lu pauses=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu credit_tx=%lu "
-                "credit_rx=%lu credit_stall=%lu drop_credit=%lu "
+                "credit_rx=%lu credit_stall=%lu drop_credit=%lu pfc_storms=%lu pfc_ignored=%lu "
                 "rate_bps=%lu buffer_bytes=%lu pause_bytes=%lu loss=%g ecn=%s",
                 c.rx_frames, c.rx_bytes, c.tx_frames, c.tx_bytes, c.drop_unknown, c.drop_filtered,
                 c.drop_queue_full, c.drop_loss, c.drop_flood_nobuf, c.flooded, c.unknown_to_uplink,
                 c.ecn_marked, c.ecn_not_ect, c.ecn_already_ce, c.queue_bytes, c.queue_frames,
                 c.queue_max_bytes, c.held_bytes, c.pauses, c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx,
-                c.credit_tx, c.credit_rx, c.credit_stall, c.drop_credit, cfg.rate_bps, cfg.buffer_bytes,
-                cfg.pause_bytes, cfg.loss, cfg.red.enabled ? "on" : "off");
+                c.credit_tx, c.credit_rx, c.credit_stall, c.drop_credit, c.pfc_storms, c.pfc_ignored,
+                cfg.rate_bps, cfg.buffer_bytes, cfg.pause_bytes, cfg.loss, cfg.red.enabled ? "on" : "off");
   std::string s = buf;
   if (cfg.red.enabled) {
     std::snprintf(buf, sizeof buf, " ecn_kmin=%lu ecn_kmax=%lu ecn_pmax=%g ecn_at=%s", cfg.red.kmin,

@@ -96,13 +96,16 @@ struct PortCounters {
   uint64_t pfc_rx = 0;                           // PFC frames the port's process sent (pausing its egress)
   uint64_t credit_tx = 0, credit_rx = 0;         // credit updates sent to / received from the port's process
   uint64_t credit_stall = 0;                     // egress: dequeue attempts that found no credit
-  uint64_t drop_credit = 0;  // ingress: a frame beyond the credit granted (never, if obeyed)
+  uint64_t drop_credit = 0;                  // ingress: a frame beyond the credit granted (never, if obeyed)
+  uint64_t pfc_storms = 0, pfc_ignored = 0;  // the PFC watchdog: storms found, XOFFs ignored in them
 };
 
 class Switch final : private fabric::SwitchDriver {
  public:
   // credit_bytes > 0: credit flow control with this much buffer granted per port and VL (see above); 0: PFC.
-  explicit Switch(uint64_t seed = 1, uint32_t credit_bytes = 0);
+  // pfc_watchdog_ns > 0: the model's PFC watchdog (fabric.h): a port's process that keeps a priority paused
+  // that long without a break is no longer obeyed while it goes on.
+  explicit Switch(uint64_t seed = 1, uint32_t credit_bytes = 0, uint64_t pfc_watchdog_ns = 0);
   ~Switch();
   Switch(const Switch&) = delete;
   Switch& operator=(const Switch&) = delete;
