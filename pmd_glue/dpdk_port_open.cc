@@ -273,7 +273,7 @@ bool DpdkPort::configure_and_start(std::string* err) {
       if (rte_eth_dev_get_mtu(port_id_, &eth_mtu) == 0) mtu = std::min<int>(mtu, eth_mtu);
     }
     if (mtu > 0 && mtu + kEthHeader < kMaxFrame) max_frame_ = static_cast<uint16_t>(mtu + kEthHeader);
-    rte_eth_promiscuous_enable(port_id_);
+    if (spec_.kind == PortKind::kTap || spec_.promisc) rte_eth_promiscuous_enable(port_id_);
   }
 
   if (!start_with_retry(err)) return false;

@@ -111,7 +111,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     keys = {"socket", "role", "id", "rsize", "wait", "mbufs"};
   } else if (kind == "af_packet") {
     s.kind = PortKind::kAfPacket;
-    keys = {"iface", "rsize", "wait", "mbufs"};
+    keys = {"iface", "rsize", "wait", "mbufs", "promisc"};
   } else if (kind == "tap") {
     s.kind = PortKind::kTap;
     keys = {"iface", "wait", "mbufs"};
@@ -180,6 +180,9 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
       if (!valid_name(val, IFNAMSIZ - 1))
         return fail(err, where + "key 'iface': interface names are 1-15 of [A-Za-z0-9_.-]");
       s.iface = val;
+    } else if (key == "promisc") {
+      if (val != "0" && val != "1") return fail(err, where + "key 'promisc' must be 0 or 1");
+      s.promisc = val == "1";
     } else if (key == "wait") {
       if (!parse_uint<int>(val, 0, 600000, &s.wait_ms))
         return fail(err, where + "key 'wait': milliseconds 0..600000");

@@ -2,8 +2,12 @@
 //
 //   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
 //                                          (PATH on the filesystem, see "memif and other users" below)
-//   af_packet:iface=NAME[,rsize=LOG2]      a kernel interface through a PACKET_MMAP socket; its rx ring
-//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots
+//   af_packet:iface=NAME[,rsize=LOG2][,promisc=0|1]
+//                                          a kernel interface through a PACKET_MMAP socket; its rx ring
+//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots.
+//                                          promisc=1 (default) sets the interface promiscuous, which the
+//                                          derived-MAC scheme needs; promisc=0 leaves it alone (a device
+//                                          bound with UROCE_NETDEV uses the interface's own MAC)
 //   tap:iface=NAME                         a new kernel tap interface NAME, owned by the port
 //   ring:NAME                              in-process test link: the first two ports opened with the same
 //                                          NAME are joined back to back (rte_ring, no copy)
@@ -42,6 +46,7 @@ struct PortSpec {
   bool ring_size_given = false;
   // af_packet, tap
   std::string iface;
+  bool promisc = true;  // af_packet: set the interface promiscuous
   // ring
   std::string ring;
   // all

@@ -17,6 +17,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/loopback.h"
+#include "provider/netdev_link.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
 
@@ -92,6 +93,8 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     return "UROCE_CC=" + cfg->device.cc + (params ? std::string(" UROCE_CC_PARAMS=") + params : "") + ": " +
            e;
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
+  if (const char* netdev = std::getenv("UROCE_NETDEV")) cfg->netdev = netdev;
+  cfg->sysfs_port_dir = std::string(sysfs) + "/class/infiniband/" + ibdev + "/ports/1";
   return "";
 }
 
@@ -112,7 +115,13 @@ Engine::Engine(const EngineConfig& cfg) {
     port_ = std::move(p);
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
-  dev_ = std::make_unique<Device>(cfg.device, tap_.get(), &clock_);  // throws on a bad CC setting
+  DeviceConfig dc = cfg.device;
+  if (!cfg.netdev.empty()) {
+    netdev_ = std::make_unique<NetdevLink>(cfg.netdev, cfg.sysfs_port_dir);
+    netdev_->configure(&dc);
+  }
+  dev_ = std::make_unique<Device>(dc, tap_.get(), &clock_);  // throws on a bad CC setting
+  if (netdev_) netdev_->attach(dev_.get(), &mu_);
   dev_->on_async_event = [this] { deliver_async_events(); };
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
@@ -120,6 +129,7 @@ Engine::Engine(const EngineConfig& cfg) {
 
 Engine::~Engine() {
   control_.reset();
+  netdev_.reset();
   stop_ = true;
   wake();
   thread_.join();
