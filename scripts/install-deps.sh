@@ -24,6 +24,8 @@ packages=(
   libfabric-bin
   # qperf -cm1 over the RDMA CM
   qperf
+  # between hosts: the rule that keeps the kernel off UDP 4791, and the congestion point of the netdev tests
+  nftables
 )
 
 missing=()
