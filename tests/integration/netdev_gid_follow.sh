@@ -37,11 +37,12 @@ netns_wait_listen "$ns" "$tcp" "$spid" || fail "the server never started"
 server=$(pgrep -P "$spid" | head -1)  # timeout's child: ip netns exec, then uroce run, exec'ed into CMD
 [ "$(cat "/proc/$server/comm" 2>/dev/null)" = ibv_rc_pingpong ] || fail "no server process"
 
-# ibv_devinfo -v with the server's environment (SYSFS_PATH, RDMAV_DRIVERS, LD_PRELOAD, ...): the GID table
-# as libibverbs in that process sees it.
+# ibv_devinfo -v with the server's device environment (SYSFS_PATH, RDMAV_DRIVERS, LD_PRELOAD, ...): the GID
+# table as libibverbs in that process sees it. Without UROCE_NETDEV and UROCE_PORT: ibv_devinfo's own engine
+# (in-process loopback) must not bind the interface, or it would bring the tree up to date itself.
 devinfo() {
   (
-    env -i $(tr '\0' '\n' <"/proc/$server/environ" | grep -E '^(SYSFS_PATH|RDMAV_DRIVERS|LD_PRELOAD|UROCE_[A-Z_]*|XDG_RUNTIME_DIR)=') \
+    env -i $(tr '\0' '\n' <"/proc/$server/environ" | grep -E '^(SYSFS_PATH|RDMAV_DRIVERS|LD_PRELOAD|UROCE_DEV|UROCE_SYSFS|XDG_RUNTIME_DIR)=') \
       ip netns exec "$ns" ibv_devinfo -v -d uroce0 >"$dir/devinfo.txt" 2>&1
   )
 }
