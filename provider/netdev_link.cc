@@ -17,7 +17,9 @@ namespace uroce::provider {
 
 namespace {
 
-constexpr int kResolveTimeoutMs = 1000;
+// The kernel retransmits an unanswered ARP request or neighbour solicitation every second (retrans_time_ms):
+// 3 s covers a first one lost, e.g. while an XDP program attached to the interface resets its queues.
+constexpr int kResolveTimeoutMs = 3000;
 // A cached neighbour is looked up again (without waiting) when it is older than this, so a peer whose MAC
 // changed is followed within seconds, as the kernel's own entries are.
 constexpr uint64_t kRecheckNs = 5'000'000'000ull;

@@ -36,7 +36,7 @@ class NetdevLink {
   const std::vector<Gid>& gids() const { return table_; }
 
   // DeviceConfig::resolve: the peer's MAC from the kernel's neighbour table, asking the kernel to resolve it
-  // when it has no entry (waits up to 1 s, the first time only). Called by the device, under its lock.
+  // when it has no entry (waits up to 3 s, the first time only). Called by the device, under its lock.
   bool resolve(const Gid& gid, wire::MacAddr* mac);
 
   // Starts following the interface's addresses: each slot that changes is rewritten in the sysfs tree and
