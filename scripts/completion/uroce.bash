@@ -42,7 +42,7 @@ _uroce() {
     setup | devices) opts="--help" ;;
     help) opts=$cmds ;;
     env) opts="--dev --ip --list --markdown --help" ;;
-    run) opts="--dev --ip --port --netdev --cc --cc-param --mtu --help --" ;;
+    run) opts="--dev --ip --port --netdev --xdp --cc --cc-param --mtu --help --" ;;
     stats) opts="--pid --dev --json --all --watch --help" ;;
     capture) opts="--pid --dev -w --force -c --duration -s --snaplen --help" ;;
     exp)
