@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# netdev_bridge.sh UROCE TCP_PORT FAMILY -- COMMAND ARGS...
+# netdev_bridge.sh UROCE TCP_PORT FAMILY MODE -- COMMAND ARGS...
 # Between hosts over a commodity NIC (issue 17, done-when 1 on af_packet): two network namespaces, each with
 # one interface of its own kernel MAC and addresses, joined through a Linux bridge in a third namespace (not a
 # direct veth). Each side runs `uroce run --netdev IF` (the device takes the interface's MAC, its addresses as
-# GIDs, and peers' MACs from the kernel's neighbour table; af_packet, not promiscuous). The tools' out-of-band
+# GIDs, and peers' MACs from the kernel's neighbour table; not promiscuous). MODE af_packet: the af_packet
+# port, the kernel's IP layer kept off UDP 4791 by the nftables rule (which counts what it drops); MODE
+# af_xdp: `--xdp`, uroce's XDP program takes the RoCE frames before the kernel sees them (the same rule must
+# then count none). The tools' out-of-band
 # TCP runs over 10.214.0.x (perftest and ibv_rc_pingpong speak IPv4 only there), the RoCE traffic over other
 # addresses of the same interfaces, so the neighbour entry RoCE needs is never one the TCP connection made:
 # FAMILY 4: GID 0 = 10.214.1.x (--ip), resolved by ARP; FAMILY 6: GID index 2 = fd14::x (the table is
@@ -13,13 +16,19 @@
 # UDP); a TCP transfer between the same interfaces works afterwards. The caller appends -g/-x (GID index)
 # to COMMAND. Exits 77 (ctest SKIP) without root, ip netns or nft.
 set -u
-uroce=$1 tcp=$2 family=$3
-shift 4
+uroce=$1 tcp=$2 family=$3 mode=$4
+shift 5
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
 if ! ip netns list >/dev/null 2>&1; then echo "SKIP: 'ip netns' is not available"; exit 77; fi
 if ! command -v nft >/dev/null; then echo "SKIP: nft (Debian package nftables) is not installed"; exit 77; fi
 uroce_require_setup "$uroce"
+xdp=()
+if [ "$mode" = af_xdp ]; then
+  xdp=(--xdp)
+  xdp_prog=$(dirname "$uroce")/../provider/shim/uroce_xdp.o
+  [ -e "$xdp_prog" ] || { echo "SKIP: $xdp_prog not built (clang and libbpf-dev)"; exit 77; }
+fi
 
 dir=$(mktemp -d)
 a=uroce-nd$$-a b=uroce-nd$$-b m=uroce-nd$$-m
@@ -46,10 +55,10 @@ mac_a=$(ip -n "$a" -br link show ea | awk '{print $3}')
 mac_b=$(ip -n "$b" -br link show eb | awk '{print $3}')
 before_a=$(uroce_kernel_udp "$a") before_b=$(uroce_kernel_udp "$b")
 
-timeout 60 ip netns exec "$a" "$uroce" run --netdev ea "${server_ip[@]}" -- "$@" -p "$tcp" >"$dir/server.log" 2>&1 &
+timeout 60 ip netns exec "$a" "$uroce" run --netdev ea "${xdp[@]}" "${server_ip[@]}" -- "$@" -p "$tcp" >"$dir/server.log" 2>&1 &
 spid=$!
 netns_wait_listen "$a" "$tcp" "$spid" || fail "the server never listened"
-timeout 60 ip netns exec "$b" "$uroce" run --netdev eb "${client_ip[@]}" -- "$@" -p "$tcp" "$oob" >"$dir/client.log" 2>&1 &
+timeout 60 ip netns exec "$b" "$uroce" run --netdev eb "${xdp[@]}" "${client_ip[@]}" -- "$@" -p "$tcp" "$oob" >"$dir/client.log" 2>&1 &
 cpid=$!
 # Not promiscuous while the ports are open (af_packet with promisc=0; the uroce derived-MAC scheme needed it).
 for ns_if in "$a ea" "$b eb"; do
@@ -72,14 +81,19 @@ ip -n "$b" neigh show "$server_roce" dev eb | grep -q "lladdr $mac_a" ||
 ip -n "$a" neigh show "$client_roce" dev ea | grep -q "lladdr $mac_b" ||
   fail "A's neighbour table has no $client_roce -> $mac_b: $(ip -n "$a" neigh show)"
 
-# The kernel's UDP stack saw no RoCE frame: the rule dropped them before it, and counted them.
+# The kernel's UDP stack saw no RoCE frame: af_packet - the rule dropped them before it, and counted them;
+# af_xdp - they never reached the kernel's IP layer at all (the rule counted none).
 after_a=$(uroce_kernel_udp "$a") after_b=$(uroce_kernel_udp "$b")
 [ "$before_a" = "$after_a" ] || fail "kernel UDP counters moved in A: $before_a -> $after_a"
 [ "$before_b" = "$after_b" ] || fail "kernel UDP counters moved in B: $before_b -> $after_b"
 for ns in "$a" "$b"; do
   n=$(ip netns exec "$ns" nft list table inet uroce_guard | grep -o 'counter packets [0-9]*' | awk '{print $3}')
   echo "$ns: RoCE frames dropped before the kernel's UDP layer: $n; UDP/ICMP counters: $(uroce_kernel_udp "$ns")"
-  [ "${n:-0}" -gt 0 ] || fail "the nftables rule in $ns counted no RoCE frame: did any frame reach the interface?"
+  if [ "$mode" = af_xdp ]; then
+    [ "${n:-0}" = 0 ] || fail "$n RoCE frames reached the kernel's IP layer in $ns despite the XDP program"
+  else
+    [ "${n:-0}" -gt 0 ] || fail "the nftables rule in $ns counted no RoCE frame: did any frame reach the interface?"
+  fi
 done
 
 # The kernel's own TCP keeps working on the same interfaces: 1 MiB echoed back byte for byte.
