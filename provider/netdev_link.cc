@@ -55,7 +55,7 @@ void replace_file(const std::string& path, const std::string& content) {
 }  // namespace
 
 NetdevLink::NetdevLink(const std::string& ifname, const std::string& port_dir)
-    : ifname_(ifname), port_dir_(port_dir) {
+    : ifname_(ifname), port_dir_(port_dir), owner_pid_(getpid()) {
   runtime::NetdevInfo info;
   std::string err;
   if (!runtime::read_netdev(ifname, &info, &err))
@@ -73,6 +73,12 @@ NetdevLink::NetdevLink(const std::string& ifname, const std::string& port_dir)
 }
 
 NetdevLink::~NetdevLink() {
+  // A forked child has no watcher thread, and the stop eventfd is its parent's too (dpdk_eal.h: a child may
+  // not use the device).
+  if (owner_pid_ != getpid()) {
+    if (thread_.joinable()) thread_.detach();
+    return;
+  }
   if (thread_.joinable()) {
     const uint64_t one = 1;
     (void)write(stop_fd_, &one, sizeof one);
@@ -83,6 +89,15 @@ NetdevLink::~NetdevLink() {
 }
 
 bool NetdevLink::resolve(const Gid& gid, wire::MacAddr* mac) {
+  // Multicast groups map to their Ethernet group addresses (RFC 1112 6.4, RFC 2464 7); no neighbour entry.
+  if (runtime::is_ipv4_gid(gid) && (gid[12] & 0xf0) == 0xe0) {
+    *mac = {0x01, 0x00, 0x5e, static_cast<uint8_t>(gid[13] & 0x7f), gid[14], gid[15]};
+    return true;
+  }
+  if (gid[0] == 0xff) {
+    *mac = {0x33, 0x33, gid[12], gid[13], gid[14], gid[15]};
+    return true;
+  }
   {
     std::lock_guard lock(table_mu_);
     for (const Gid& own : table_) {

@@ -4,6 +4,8 @@
 // addresses while the program runs (rtnetlink notifications, on a thread of its own).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -49,6 +51,7 @@ class NetdevLink {
 
   std::string ifname_;
   std::string port_dir_;
+  pid_t owner_pid_;
   unsigned ifindex_ = 0;
   wire::MacAddr mac_{};
   std::mutex table_mu_;
