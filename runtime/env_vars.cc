@@ -12,7 +12,8 @@ using enum EnvKind;
 
 // clang-format off
 constexpr EnvVar kVars[] = {
-  {"UROCE_PORT", kPort, "uroced | loopback | memif:... | af_packet:iface=X | tap:iface=X | ring:NAME", 0, 0,
+  {"UROCE_PORT", kPort,
+   "uroced | loopback | memif:... | af_packet:iface=X | af_xdp:iface=X | tap:iface=X | ring:NAME", 0, 0,
    "uroced (under uroce run; the provider alone: loopback)", "provider, uroce",
    "the device's packet port; `uroce run --port P` sets it"},
   {"UROCE_NETDEV", kText, "an interface name", 0, 0, "(none: the uroce derived-MAC scheme)", "provider, uroce",
