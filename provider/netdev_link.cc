@@ -111,14 +111,16 @@ bool NetdevLink::resolve(const Gid& gid, wire::MacAddr* mac) {
   auto it = cache_.find(gid);
   if (it != cache_.end()) {
     if (now - it->second.checked_ns > kRecheckNs) {
-      runtime::lookup_neighbour(ifindex_, gid, &it->second.mac);
+      runtime::lookup_neighbour(ifindex_, runtime::next_hop(ifindex_, gid), &it->second.mac);
       it->second.checked_ns = now;
     }
     *mac = it->second.mac;
     return true;
   }
+  // A peer behind a router is reached through the gateway's MAC.
+  const Gid hop = runtime::next_hop(ifindex_, gid);
   wire::MacAddr found;
-  if (!runtime::resolve_neighbour(ifindex_, ifname_, gid, &found, kResolveTimeoutMs)) return false;
+  if (!runtime::resolve_neighbour(ifindex_, ifname_, hop, &found, kResolveTimeoutMs)) return false;
   cache_[gid] = Entry{found, now};
   *mac = found;
   return true;

@@ -28,6 +28,19 @@ NetGid gid_of_v4(const in_addr& a) {
   return g;
 }
 
+// Appends attribute `type` to the netlink message at the start of buf[0..cap).
+void add_attr(char* buf, size_t cap, uint16_t type, const void* data, size_t len) {
+  auto* nh = reinterpret_cast<nlmsghdr*>(buf);
+  const size_t at = NLMSG_ALIGN(nh->nlmsg_len);
+  if (at + RTA_SPACE(len) > cap) return;
+  rtattr attr{};
+  attr.rta_type = type;
+  attr.rta_len = static_cast<uint16_t>(RTA_LENGTH(len));
+  std::memcpy(buf + at, &attr, sizeof attr);
+  std::memcpy(buf + at + RTA_LENGTH(0), data, len);
+  nh->nlmsg_len = static_cast<uint32_t>(at + RTA_ALIGN(attr.rta_len));
+}
+
 bool is_zero(const NetGid& g) {
   return std::all_of(g.begin(), g.end(), [](uint8_t b) { return b == 0; });
 }
@@ -233,6 +246,42 @@ bool resolve_neighbour(unsigned ifindex, const std::string& ifname, const NetGid
     if (lookup_neighbour(ifindex, ip, mac)) return true;
   }
   return false;
+}
+
+NetGid next_hop(unsigned ifindex, const NetGid& ip) {
+  const bool v4 = is_ipv4_gid(ip);
+  const size_t alen = v4 ? 4 : 16;
+  Fd s(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (s.fd < 0) return ip;
+  alignas(nlmsghdr) char req[NLMSG_SPACE(sizeof(rtmsg)) + RTA_SPACE(16) + RTA_SPACE(sizeof(uint32_t))] = {};
+  auto* nh = reinterpret_cast<nlmsghdr*>(req);
+  nh->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  nh->nlmsg_type = RTM_GETROUTE;
+  nh->nlmsg_flags = NLM_F_REQUEST;
+  nh->nlmsg_seq = 1;
+  auto* rt = static_cast<rtmsg*>(NLMSG_DATA(nh));
+  rt->rtm_family = v4 ? AF_INET : AF_INET6;
+  rt->rtm_dst_len = static_cast<uint8_t>(alen * 8);
+  const uint32_t index = ifindex;
+  add_attr(req, sizeof req, RTA_DST, v4 ? ip.data() + 12 : ip.data(), alen);
+  add_attr(req, sizeof req, RTA_OIF, &index, sizeof index);
+  if (send(s.fd, req, nh->nlmsg_len, 0) < 0) return ip;
+  alignas(nlmsghdr) char buf[4096];
+  const ssize_t got = recv(s.fd, buf, sizeof buf, 0);
+  if (got <= 0) return ip;
+  int n = static_cast<int>(got);
+  for (auto* reply = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(reply, n); reply = NLMSG_NEXT(reply, n)) {
+    if (reply->nlmsg_type != RTM_NEWROUTE) continue;
+    const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(reply));
+    int len = static_cast<int>(RTM_PAYLOAD(reply));
+    for (auto* rta = RTM_RTA(route); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+      if (rta->rta_type != RTA_GATEWAY || RTA_PAYLOAD(rta) != alen) continue;
+      NetGid gw = ip;
+      std::memcpy(v4 ? gw.data() + 12 : gw.data(), RTA_DATA(rta), alen);
+      return gw;
+    }
+  }
+  return ip;
 }
 
 int open_netdev_watch() {

@@ -50,6 +50,10 @@ bool lookup_neighbour(unsigned ifindex, const NetGid& ip, NetMac* mac);
 bool resolve_neighbour(unsigned ifindex, const std::string& ifname, const NetGid& ip, NetMac* mac,
                        int timeout_ms);
 
+// The next hop towards `ip` out of interface `ifindex`: the gateway of the kernel's route to it (RTM_GETROUTE),
+// or `ip` itself when it is on-link (or no route says otherwise).
+NetGid next_hop(unsigned ifindex, const NetGid& ip);
+
 // An rtnetlink socket subscribed to address and link changes (non-blocking, close-on-exec), or -1.
 int open_netdev_watch();
 // Reads every pending notification from that socket; true if any may concern interface `ifindex`.
