@@ -50,7 +50,7 @@ struct PortSpec {
   bool ring_size_given = false;
   // af_packet, tap
   std::string iface;
-  bool promisc = true;  // af_packet: set the interface promiscuous
+  bool promisc = true;   // af_packet: set the interface promiscuous
   std::string xdp_prog;  // af_xdp: the XDP object DPDK loads (absolute path; empty: libbpf's default)
   // ring
   std::string ring;

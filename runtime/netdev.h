@@ -45,13 +45,12 @@ bool lookup_neighbour(unsigned ifindex, const NetGid& ip, NetMac* mac);
 
 // lookup_neighbour, and when the table has no entry, asks the kernel to resolve it (ARP for IPv4, ND for
 // IPv6) with an RTM_NEWNEIGH NTF_USE request (or, without CAP_NET_ADMIN, an empty UDP datagram to port 4791
-// sent from interface `ifname`), then waits up to
-// `timeout_ms` for the entry, checking every 5 ms.
+// sent from interface `ifname`), then waits up to `timeout_ms` for the entry, checking every 5 ms.
 bool resolve_neighbour(unsigned ifindex, const std::string& ifname, const NetGid& ip, NetMac* mac,
                        int timeout_ms);
 
-// The next hop towards `ip` out of interface `ifindex`: the gateway of the kernel's route to it (RTM_GETROUTE),
-// or `ip` itself when it is on-link (or no route says otherwise).
+// The next hop towards `ip` out of interface `ifindex`: the gateway of the kernel's route to it
+// (RTM_GETROUTE), or `ip` itself when it is on-link (or no route says otherwise).
 NetGid next_hop(unsigned ifindex, const NetGid& ip);
 
 // An rtnetlink socket subscribed to address and link changes (non-blocking, close-on-exec), or -1.
