@@ -33,6 +33,10 @@ target_compile_definitions(uroce_tools PRIVATE UROCE_INSTALL_LIBDIR="${UROCE_INS
 install(TARGETS uroce uroced RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS uroce_provider LIBRARY DESTINATION ${UROCE_INSTALL_LIBDIR}/libibverbs NAMELINK_SKIP)
 install(TARGETS uroce_preload LIBRARY DESTINATION ${UROCE_INSTALL_LIBDIR}/uroce NAMELINK_SKIP)
+# The af_xdp port's XDP program, next to the shim where `uroce run --xdp` looks (built only with libbpf-dev).
+if(TARGET uroce_xdp_prog)
+  install(FILES ${PROJECT_BINARY_DIR}/provider/shim/uroce_xdp.o DESTINATION ${UROCE_INSTALL_LIBDIR}/uroce)
+endif()
 install(TARGETS uroce-traffic RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/uroce)
 file(GLOB _uroce_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_uroce_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -48,6 +48,9 @@ constexpr uint16_t kMaxFrame = 4224;
 // (ring slot size - 32) <= this while a frame starts 66 bytes into its slot: a slot that carries 4224-byte
 // frames is at least 4304 bytes. memif's buffers (bsize) are this size too.
 constexpr uint16_t kFrameRoom = 4352;
+// af_xdp: an mbuf (header, private area, headroom and this) is one UMEM chunk, at most a 4 KiB page. Frames
+// up to 3072 bytes: IB MTU 2048 at most on an af_xdp port.
+constexpr uint16_t kAfXdpFrameRoom = 3072;
 
 class DpdkPort final : public PacketIo {
  public:

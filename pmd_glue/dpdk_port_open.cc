@@ -174,8 +174,10 @@ bool DpdkPort::setup(std::string* err) {
   const size_t mark = dpdk_log::mark();
   // priv_size must be a multiple of RTE_MBUF_PRIV_ALIGN; the PktBuf lives there (see dpdk_port.h).
   const uint16_t priv = RTE_ALIGN(sizeof(PktBuf), RTE_MBUF_PRIV_ALIGN);
+  // An AF_XDP socket uses the pool's memory as its UMEM, whose chunks (one mbuf each) cannot exceed a page.
+  const uint16_t room = spec_.kind == PortKind::kAfXdp ? kAfXdpFrameRoom : kFrameRoom;
   pool_ = rte_pktmbuf_pool_create(Eal::unique_name("uroce_mp").c_str(), spec_.mbufs, kPoolCache, priv,
-                                  RTE_PKTMBUF_HEADROOM + kFrameRoom, SOCKET_ID_ANY);
+                                  RTE_PKTMBUF_HEADROOM + room, SOCKET_ID_ANY);
   if (pool_ == nullptr)
     return fail(err,
                 spec_.text + ": cannot create a pool of " + std::to_string(spec_.mbufs) +
@@ -213,7 +215,8 @@ bool DpdkPort::create_device(std::string* err) {
   if (spec_.kind == PortKind::kMemif) IntrGate::join(&gate_);
   // DPDK 22.11's af_packet PMD fails every probe with EPERM, whatever the cause; a missing interface is the
   // common one and is named here.
-  if (spec_.kind == PortKind::kAfPacket && if_nametoindex(spec_.iface.c_str()) == 0)
+  if ((spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp) &&
+      if_nametoindex(spec_.iface.c_str()) == 0)
     return fail(err,
                 spec_.text + ": no network interface '" + spec_.iface + "' here (" + std::strerror(errno) +
                     "; 'ip link' lists them)",
@@ -256,7 +259,7 @@ bool DpdkPort::configure_and_start(std::string* err) {
   rc = rte_eth_tx_queue_setup(port_id_, 0, ntx, socket, nullptr);
   if (rc != 0) return fail(err, s + ": tx queue setup: " + errstr(rc), mark);
 
-  if (spec_.kind == PortKind::kTap || spec_.kind == PortKind::kAfPacket) {
+  if (spec_.kind == PortKind::kTap || spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp) {
     // The kernel interface's MTU bounds what passes (ethdev's own MTU for these PMDs is a default of
     // 1500 that says nothing about the interface). A tap interface is ours to size; an af_packet
     // interface belongs to whoever configured it.
@@ -273,7 +276,9 @@ bool DpdkPort::configure_and_start(std::string* err) {
       if (rte_eth_dev_get_mtu(port_id_, &eth_mtu) == 0) mtu = std::min<int>(mtu, eth_mtu);
     }
     if (mtu > 0 && mtu + kEthHeader < kMaxFrame) max_frame_ = static_cast<uint16_t>(mtu + kEthHeader);
-    rte_eth_promiscuous_enable(port_id_);
+    if (spec_.kind == PortKind::kAfXdp) max_frame_ = std::min<uint16_t>(max_frame_, kAfXdpFrameRoom);
+    if (spec_.kind == PortKind::kTap || (spec_.kind == PortKind::kAfPacket && spec_.promisc))
+      rte_eth_promiscuous_enable(port_id_);
   }
 
   if (!start_with_retry(err)) return false;

@@ -74,6 +74,8 @@ const char* kind_name(PortKind kind) {
       return "tap";
     case PortKind::kRing:
       return "ring";
+    case PortKind::kAfXdp:
+      return "af_xdp";
   }
   return "?";
 }
@@ -88,6 +90,8 @@ const char* vdev_driver(PortKind kind) {
       return "net_tap";
     case PortKind::kRing:
       return "";
+    case PortKind::kAfXdp:
+      return "net_af_xdp";
   }
   return "";
 }
@@ -103,7 +107,8 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
   s.text = text;
   const size_t colon = text.find(':');
   if (colon == std::string::npos)
-    return fail(err, "port spec '" + text + "': expected KIND:ARGS (memif:, af_packet:, tap:, ring:)");
+    return fail(err,
+                "port spec '" + text + "': expected KIND:ARGS (memif:, af_packet:, af_xdp:, tap:, ring:)");
   const std::string_view kind(text.data(), colon);
   std::vector<std::string_view> keys;
   if (kind == "memif") {
@@ -111,7 +116,10 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     keys = {"socket", "role", "id", "rsize", "wait", "mbufs"};
   } else if (kind == "af_packet") {
     s.kind = PortKind::kAfPacket;
-    keys = {"iface", "rsize", "wait", "mbufs"};
+    keys = {"iface", "rsize", "wait", "mbufs", "promisc"};
+  } else if (kind == "af_xdp") {
+    s.kind = PortKind::kAfXdp;
+    keys = {"iface", "prog", "wait", "mbufs"};
   } else if (kind == "tap") {
     s.kind = PortKind::kTap;
     keys = {"iface", "wait", "mbufs"};
@@ -120,7 +128,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     keys = {"wait", "mbufs"};
   } else {
     return fail(err, "port spec '" + text + "': unknown kind '" + std::string(kind) +
-                         "' (memif, af_packet, tap, ring)");
+                         "' (memif, af_packet, af_xdp, tap, ring)");
   }
   const std::string where = "port spec '" + text + "': ";
 
@@ -180,6 +188,14 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
       if (!valid_name(val, IFNAMSIZ - 1))
         return fail(err, where + "key 'iface': interface names are 1-15 of [A-Za-z0-9_.-]");
       s.iface = val;
+    } else if (key == "prog") {
+      // DPDK's devargs are split at ',' and '='; the PMD needs the file to exist when it is probed.
+      if (val[0] != '/' || val.find_first_of(",=") != std::string_view::npos)
+        return fail(err, where + "key 'prog': an absolute path without ',' or '='");
+      s.xdp_prog = val;
+    } else if (key == "promisc") {
+      if (val != "0" && val != "1") return fail(err, where + "key 'promisc' must be 0 or 1");
+      s.promisc = val == "1";
     } else if (key == "wait") {
       if (!parse_uint<int>(val, 0, 600000, &s.wait_ms))
         return fail(err, where + "key 'wait': milliseconds 0..600000");
@@ -191,7 +207,8 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
 
   if (s.kind == PortKind::kMemif && s.socket.empty()) return fail(err, where + "memif needs key 'socket'");
   if (s.kind == PortKind::kMemif && !have_role) return fail(err, where + "memif needs key 'role'");
-  if ((s.kind == PortKind::kAfPacket || s.kind == PortKind::kTap) && s.iface.empty())
+  if ((s.kind == PortKind::kAfPacket || s.kind == PortKind::kTap || s.kind == PortKind::kAfXdp) &&
+      s.iface.empty())
     return fail(err, where + std::string(kind_name(s.kind)) + " needs key 'iface'");
   if (s.kind == PortKind::kRing && s.ring.empty()) return fail(err, where + "ring needs a name (ring:NAME)");
   *out = std::move(s);
@@ -223,6 +240,9 @@ std::string vdev_args(const PortSpec& s, uint16_t frame_room, int iface_mtu) {
     }
     case PortKind::kTap:
       return "iface=" + s.iface;
+    case PortKind::kAfXdp:
+      return "iface=" + s.iface + ",start_queue=0,queue_count=1" +
+             (s.xdp_prog.empty() ? "" : ",xdp_prog=" + s.xdp_prog);
     case PortKind::kRing:
       return "";
   }

@@ -2,8 +2,16 @@
 //
 //   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
 //                                          (PATH on the filesystem, see "memif and other users" below)
-//   af_packet:iface=NAME[,rsize=LOG2]      a kernel interface through a PACKET_MMAP socket; its rx ring
-//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots
+//   af_packet:iface=NAME[,rsize=LOG2][,promisc=0|1]
+//                                          a kernel interface through a PACKET_MMAP socket; its rx ring
+//                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots.
+//                                          promisc=1 (default) sets the interface promiscuous, which the
+//                                          derived-MAC scheme needs; promisc=0 leaves it alone (a device
+//                                          bound with UROCE_NETDEV uses the interface's own MAC)
+//   af_xdp:iface=NAME[,prog=PATH]          a kernel interface through an AF_XDP socket (queue 0). With prog=,
+//                                          DPDK loads that XDP object (uroce_xdp.o: UDP 4791 to the socket,
+//                                          everything else to the kernel); without it, libbpf's default
+//                                          program takes every frame of the queue away from the kernel
 //   tap:iface=NAME                         a new kernel tap interface NAME, owned by the port
 //   ring:NAME                              in-process test link: the first two ports opened with the same
 //                                          NAME are joined back to back (rte_ring, no copy)
@@ -26,7 +34,7 @@
 
 namespace uroce::glue {
 
-enum class PortKind : uint8_t { kMemif, kAfPacket, kTap, kRing };
+enum class PortKind : uint8_t { kMemif, kAfPacket, kTap, kRing, kAfXdp };
 
 const char* kind_name(PortKind kind);
 
@@ -42,6 +50,8 @@ struct PortSpec {
   bool ring_size_given = false;
   // af_packet, tap
   std::string iface;
+  bool promisc = true;   // af_packet: set the interface promiscuous
+  std::string xdp_prog;  // af_xdp: the XDP object DPDK loads (absolute path; empty: libbpf's default)
   // ring
   std::string ring;
   // all
@@ -53,7 +63,7 @@ struct PortSpec {
 
 bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err);
 
-// The devargs string rte_vdev_init gets for this spec (memif, af_packet, tap; empty for ring).
+// The devargs string rte_vdev_init gets for this spec (memif, af_packet, af_xdp, tap; empty for ring).
 // `frame_room` is the data room of one mbuf: the PMDs' own buffers are sized to match it. `iface_mtu` is the
 // af_packet interface's MTU (-1: unknown), which sizes its ring slots.
 std::string vdev_args(const PortSpec& spec, uint16_t frame_room, int iface_mtu = -1);

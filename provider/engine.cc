@@ -17,6 +17,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/loopback.h"
+#include "provider/netdev_link.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
 #include "transport/wire/address.h"
@@ -93,6 +94,8 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
     return "UROCE_CC=" + cfg->device.cc + (params ? std::string(" UROCE_CC_PARAMS=") + params : "") + ": " +
            e;
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
+  if (const char* netdev = std::getenv("UROCE_NETDEV")) cfg->netdev = netdev;
+  cfg->sysfs_port_dir = std::string(sysfs) + "/class/infiniband/" + ibdev + "/ports/1";
   return "";
 }
 
@@ -113,11 +116,17 @@ Engine::Engine(const EngineConfig& cfg) {
     port_ = std::move(p);
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
+  DeviceConfig dc = cfg.device;
+  if (!cfg.netdev.empty()) {
+    netdev_ = std::make_unique<NetdevLink>(cfg.netdev, cfg.sysfs_port_dir);
+    netdev_->configure(&dc);
+  }
   // Pause times count at the line rate uroced counts them at (memif has no rate of its own).
   // Link credits are a uroce link protocol: only a memif port (uroced's) may put the MAC under them.
   mac_ = std::make_unique<fabric::HostMac>(tap_.get(), &clock_, fabric::kRealTimeLineRateBps,
-                                           wire::mac_to_u64(cfg.device.mac), cfg.port.rfind("memif", 0) == 0);
-  dev_ = std::make_unique<Device>(cfg.device, mac_.get(), &clock_);  // throws on a bad CC setting
+                                           wire::mac_to_u64(dc.mac), cfg.port.rfind("memif", 0) == 0);
+  dev_ = std::make_unique<Device>(dc, mac_.get(), &clock_);  // throws on a bad CC setting
+  if (netdev_) netdev_->attach(dev_.get(), &mu_);
   dev_->on_async_event = [this] { deliver_async_events(); };
   start_control(cfg);
   thread_ = std::thread([this] { run(); });
@@ -125,6 +134,7 @@ Engine::Engine(const EngineConfig& cfg) {
 
 Engine::~Engine() {
   control_.reset();
+  netdev_.reset();
   stop_ = true;
   wake();
   thread_.join();

@@ -40,6 +40,7 @@ class DpdkPort;
 
 namespace uroce::provider {
 
+class NetdevLink;
 class Sleeper;
 
 // A second client of the engine's progress pass (the connection manager, cm_service.h): run under mu()
@@ -60,6 +61,10 @@ struct EngineConfig {
   // UROCE_PORT: "loopback" (in-process only) or a DPDK port spec (pmd_glue/dpdk_spec.h), e.g.
   // memif:socket=/run/x.sock,role=client
   std::string port = "loopback";
+  // UROCE_NETDEV: the kernel interface the device is bound to (netdev_link.h), and the device's sysfs port
+  // directory, whose GID table follows the interface's addresses.
+  std::string netdev;
+  std::string sysfs_port_dir;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -145,6 +150,7 @@ class Engine {
   glue::DpdkPort* dpdk_ = nullptr;  // port_ when it is a DPDK port
   SteadyClock clock_;
   std::unique_ptr<Device> dev_;
+  std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
   PassHook* hook_ = nullptr;  // under mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};

@@ -145,7 +145,8 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mb) {
 
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   // RoCE addresses by GID: an address handle without a GRH cannot reach anything (IBV_AH_ATTR: is_global).
-  if (!attr->is_global || attr->port_num != 1 || attr->grh.sgid_index >= 1) return errno = EINVAL, nullptr;
+  if (!attr->is_global || attr->port_num != 1 || attr->grh.sgid_index >= params::kGidTableLen)
+    return errno = EINVAL, nullptr;
   auto* ah = new (std::nothrow) UAh{};
   if (!ah) return errno = ENOMEM, nullptr;
   ah->ibv.context = pd->context;

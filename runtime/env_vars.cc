@@ -12,9 +12,13 @@ using enum EnvKind;
 
 // clang-format off
 constexpr EnvVar kVars[] = {
-  {"UROCE_PORT", kPort, "uroced | loopback | memif:... | af_packet:iface=X | tap:iface=X | ring:NAME", 0, 0,
+  {"UROCE_PORT", kPort,
+   "uroced | loopback | memif:... | af_packet:iface=X | af_xdp:iface=X | tap:iface=X | ring:NAME", 0, 0,
    "uroced (under uroce run; the provider alone: loopback)", "provider, uroce",
    "the device's packet port; `uroce run --port P` sets it"},
+  {"UROCE_NETDEV", kText, "an interface name", 0, 0, "(none: the uroce derived-MAC scheme)", "provider, uroce",
+   "the kernel interface the device is bound to: its MAC, peers by ARP/ND, GIDs following its addresses; "
+   "`uroce run --netdev IFACE` sets it"},
   {"UROCE_CC", kCc, "none | dcqcn | timely | hpcc | example_aimd", 0, 0, "none", "provider",
    "congestion-control algorithm of every QP; `uroce run --cc NAME` sets it"},
   {"UROCE_CC_PARAMS", kCcParams, "key=number[,key=number...]", 0, 0, "(the algorithm's defaults)", "provider",

@@ -24,6 +24,9 @@ packages=(
   libfabric-bin
   # qperf -cm1 over the RDMA CM
   qperf
+  # between hosts: the rule that keeps the kernel off UDP 4791, and the congestion point of the netdev tests;
+  # libbpf-dev for the af_xdp port's XDP program (built with clang -target bpf)
+  nftables libbpf-dev
 )
 
 missing=()

@@ -38,6 +38,7 @@ Device::Device(DeviceConfig config, PacketIo* io, const Clock* clock)
       next_qpn_(params::kFirstQpn),
       qpn_rng_(cfg_.id_seed ^ 0x5155504E52414E44ull) {
   mrs_.seed(cfg_.id_seed);
+  gids_[0] = cfg_.gid;
   // A bad CC name or parameter must fail at device open, naming the key, not at the first QP.
   (void)cc::make(cfg_.cc, rp_params_, cfg_.link_rate_bps);
 }
@@ -306,6 +307,18 @@ bool Device::get_async_event(AsyncEvent* ev) {
 void Device::raise(EventType type, uint32_t element) {
   events_.push_back(AsyncEvent{type, element});
   if (on_async_event) on_async_event();
+}
+
+void Device::set_gid(unsigned index, const Gid& gid) {
+  if (index >= gids_.size()) return;
+  gids_[index] = gid;
+  if (index == 0) cfg_.gid = gid;
+  extra_gids_ = static_cast<unsigned>(
+      std::count_if(gids_.begin() + 1, gids_.end(), [](const Gid& g) { return g != Gid{}; }));
+}
+
+const Gid* Device::gid(unsigned index) const {
+  return index < gids_.size() && gids_[index] != Gid{} ? &gids_[index] : nullptr;
 }
 
 bool Device::resolve_mac(const Gid& gid, wire::MacAddr* mac) const {

@@ -6,6 +6,8 @@
 // whichever thread is in the library (DESIGN.md, "Progress is adaptive").
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -20,6 +22,7 @@
 #include "transport/cq.h"
 #include "transport/mr.h"
 #include "transport/packet_io.h"
+#include "transport/params.h"
 #include "transport/qp.h"
 #include "transport/recv_queue.h"
 #include "transport/wire/rx_drop.h"
@@ -112,6 +115,13 @@ class Device {
   uint64_t next_deadline() const;
   uint64_t now() const { return clock_->now_ns(); }
 
+  // The port's GID table (ibv_query_gid's). Index 0 is DeviceConfig::gid; a device bound to a netdev mirrors
+  // its addresses into the other slots and follows them as they change (a zero GID is an empty slot). A QP
+  // sends from its address vector's sgid_index; frames to any GID of the table are the device's.
+  void set_gid(unsigned index, const Gid& gid);
+  // The GID at `index`, or nullptr when the index is out of range or the slot is empty.
+  const Gid* gid(unsigned index) const;
+
  private:
   friend class Qp;
 
@@ -121,7 +131,9 @@ class Device {
   void raise(EventType type, uint32_t element);
   bool resolve_mac(const Gid& gid, wire::MacAddr* mac) const;
   Counters& cnt() { return cnt_; }
-  bool is_local_gid(const Gid& gid) const { return gid == cfg_.gid; }
+  bool is_local_gid(const Gid& gid) const {
+    return gid == cfg_.gid || (extra_gids_ && std::find(gids_.begin() + 1, gids_.end(), gid) != gids_.end());
+  }
 
   void handle_rx(PktBuf* buf);
   void flush_tx();
@@ -149,6 +161,8 @@ class Device {
   uint64_t qpn_rng_;  // splitmix64 state for random QPNs (cfg_.id_seed != 0)
   uint32_t next_handle_ = 1;
   std::deque<AsyncEvent> events_;
+  std::array<Gid, params::kGidTableLen> gids_{};  // [0] == cfg_.gid
+  unsigned extra_gids_ = 0;  // nonzero slots beyond 0: the fast path checks only cfg_.gid
 
   // Frames built and not yet accepted by the port. When the port refuses some (its tx ring is full), the
   // device builds nothing new until they are gone: backpressure reaches the QPs instead of frames being lost.

@@ -20,7 +20,7 @@ constexpr uint32_t kMaxSrqSge = 32;
 constexpr uint8_t kMaxRdAtomic = 128;  // max_qp_rd_atom and max_qp_init_rd_atom
 constexpr uint32_t kMaxAh = 1u << 16;
 constexpr uint32_t kMaxMsgSize = 1u << 31;
-constexpr uint32_t kGidTableLen = 4;
+constexpr uint32_t kGidTableLen = 16;                  // rxe has more; 16 holds a netdev's addresses
 constexpr uint32_t kUdQkeyPrivilegedBit = 0x80000000;  // a Q_Key with it set in a WR means "use the QP's"
 
 // QP numbers: 0 and 1 are the IB special QPs; uroce allocates from here up.

@@ -97,7 +97,6 @@ bool values_valid(const QpAttr& a, uint32_t mask, Mtu port_mtu) {
   if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return false;
   if ((mask & kQpMinRnrTimer) && a.min_rnr_timer > 31) return false;
   if ((mask & kQpDestQpn) && a.dest_qp_num > kPsnMask) return false;
-  if ((mask & kQpAv) && a.ah.sgid_index >= 1) return false;  // one GID per device
   constexpr uint32_t kQpAccessKnown =
       kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic | kAccessMwBind;
   if ((mask & kQpAccessFlags) && (a.qp_access_flags & ~kQpAccessKnown)) return false;
@@ -150,6 +149,9 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
     return EINVAL;
   if (!values_valid(a, mask, dev_->cfg_.port_mtu)) return EINVAL;
   if (mask & kQpAv) {
+    // The source GID must exist and be of the destination's family (IPv4-mapped or IPv6).
+    const Gid* sgid = dev_->gid(a.ah.sgid_index);
+    if (!sgid || gid_is_ipv4(*sgid) != gid_is_ipv4(a.ah.dgid)) return EINVAL;
     wire::MacAddr mac;
     if (!dev_->resolve_mac(a.ah.dgid, &mac)) return EHOSTUNREACH;
   }
@@ -288,7 +290,8 @@ void Qp::fill_headers(const AddressVector& av, uint32_t dqpn, wire::PacketHeader
   h.eth.vid = cfg.vlan_id;
   h.eth.pcp = av.sl & 7;
   h.ip.ipv6 = !gid_is_ipv4(av.dgid);
-  h.ip.src = cfg.gid;
+  const Gid* src = dev_->gid(av.sgid_index);
+  h.ip.src = src ? *src : cfg.gid;
   h.ip.dst = av.dgid;
   h.ip.tclass = av.traffic_class;
   h.ip.ttl = av.hop_limit ? av.hop_limit : 64;

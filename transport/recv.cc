@@ -49,7 +49,7 @@ void Device::handle_rx(PktBuf* buf) {
     cnt_.add(Counter::kDropVlan);
     return;
   }
-  if (pkt.ip_dst() != cfg_.gid) {
+  if (!is_local_gid(pkt.ip_dst())) {
     cnt_.add(Counter::kDropDstGid);
     return;
   }

@@ -33,6 +33,7 @@ _uroce() {
     --cc) COMPREPLY=($(compgen -W "none dcqcn timely hpcc swift dctcp example_aimd" -- "$cur")); return ;;
     --mtu) COMPREPLY=($(compgen -W "256 512 1024 2048 4096" -- "$cur")); return ;;
     --port) COMPREPLY=($(compgen -W "uroced loopback memif: af_packet:iface= tap:iface=" -- "$cur")); return ;;
+    --netdev) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
     -w | --out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --ip | --pid | --watch | -c | --duration | -s | --snaplen | --seed | --duration-us | --cc-param) return ;;
   esac
@@ -41,7 +42,7 @@ _uroce() {
     setup | devices) opts="--help" ;;
     help) opts=$cmds ;;
     env) opts="--dev --ip --list --markdown --help" ;;
-    run) opts="--dev --ip --port --cc --cc-param --mtu --help --" ;;
+    run) opts="--dev --ip --port --netdev --xdp --cc --cc-param --mtu --help --" ;;
     stats) opts="--pid --dev --json --all --watch --help" ;;
     capture) opts="--pid --dev -w --force -c --duration -s --snaplen --help" ;;
     exp)

@@ -100,3 +100,39 @@ uroce_exp_realtime_setup() {
   fail() { echo "FAIL: $*"; exit 1; }
   export UROCED=$uroced
 }
+
+#   uroce_netns_bridge A B M - (root) creates network namespaces A and B, each with one interface (ea in A, eb
+#                                in B; MTU 1500, not promiscuous) joined through a Linux bridge br0 in a third
+#                                namespace M (not a direct veth): each with its own kernel MAC and addresses
+#                                10.214.0.1/24, 10.214.1.1/24 and fd14::1/64 (A), 10.214.0.2/24,
+#                                10.214.1.2/24 and fd14::2/64 (B), IPv6 without DAD. In A and B an nftables rule drops UDP port 4791 before the
+#                                kernel's UDP layer and counts it (table inet uroce_guard, the rule
+#                                docs/between-hosts.md gives). 1 on any failure. The caller deletes A, B, M.
+uroce_netns_bridge() {
+  ip netns add "$1" && ip netns add "$2" && ip netns add "$3" || return 1
+  ip -n "$3" link add br0 type bridge stp_state 0 mcast_snooping 0 && ip -n "$3" link set br0 up || return 1
+  ip link add ea netns "$1" type veth peer name pa netns "$3" || return 1
+  ip link add eb netns "$2" type veth peer name pb netns "$3" || return 1
+  local spec ns ifc n
+  for spec in "$1 ea 1 pa" "$2 eb 2 pb"; do
+    read -r ns ifc n port <<<"$spec"
+    ip -n "$3" link set "$port" master br0 up || return 1
+    ip -n "$ns" link set lo up && ip -n "$ns" link set "$ifc" up &&
+      ip -n "$ns" addr add "10.214.0.$n/24" dev "$ifc" && ip -n "$ns" addr add "10.214.1.$n/24" dev "$ifc" &&
+      ip -n "$ns" addr add "fd14::$n/64" dev "$ifc" nodad || return 1
+    printf '%s\n' 'table inet uroce_guard {' \
+      '  chain rx { type filter hook prerouting priority raw; udp dport 4791 counter drop; }' '}' |
+      ip netns exec "$ns" nft -f - || return 1
+  done
+}
+
+#   uroce_kernel_udp NS        - prints NS's kernel UDP and ICMP counters that a RoCE frame reaching the kernel's
+#                                UDP layer would move: IPv4 and IPv6 datagrams in, to no port, and the
+#                                destination-unreachable replies, on one line.
+uroce_kernel_udp() {
+  ip netns exec "$1" awk '
+    /^Udp: [0-9]/ { print "UdpInDatagrams=" $2, "UdpNoPorts=" $3 }
+    /^Icmp: [0-9]/ { print "IcmpOutDestUnreachs=" $20 }
+    $1 ~ /^(Udp6InDatagrams|Udp6NoPorts|Icmp6OutDestUnreachs)$/ { print $1 "=" $2 }' \
+    /proc/net/snmp /proc/net/snmp6 | tr '\n' ' '
+}

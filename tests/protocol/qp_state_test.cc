@@ -255,5 +255,57 @@ TEST(QpAttributeValues, OutOfRangeValuesAreRefused) {
   }
 }
 
+// A device bound to a netdev has more than one GID (Device::set_gid): a QP sends from the slot its address
+// vector names, which must be filled and of the destination's family, and frames to any GID of the table are
+// the device's.
+TEST(QpAttributeValues, SourceGidIndexNamesAFilledSlotOfTheDestinationsFamily) {
+  ProtoOptions o;
+  o.to_rts = false;
+  ProtoEnv env(o);
+  Gid v4 = ProtoEnv::local_gid();
+  v4[15] = 9;  // ::ffff:10.0.0.9
+  Gid v6{};
+  v6[0] = 0xfd;
+  v6[15] = 1;  // fd00::1
+  env.dev->set_gid(2, v4);
+  env.dev->set_gid(3, v6);
+  ASSERT_NE(env.dev->gid(2), nullptr);
+  EXPECT_EQ(env.dev->gid(1), nullptr);
+  EXPECT_EQ(env.dev->gid(params::kGidTableLen), nullptr);
+
+  Qp* q = env.qp;
+  ASSERT_EQ(q->modify(good_attr(S::kInit), kQpState | kTable[0].req[0]), 0);
+  for (uint8_t index : {1, 3, 200}) {  // empty, IPv6 towards an IPv4 peer, out of range
+    QpAttr a = good_attr(S::kRtr);
+    a.ah.sgid_index = index;
+    EXPECT_EQ(q->modify(a, kQpState | kTable[2].req[0]), EINVAL) << int(index);
+  }
+  QpAttr a = good_attr(S::kRtr);
+  a.ah.sgid_index = 2;
+  ASSERT_EQ(q->modify(a, kQpState | kTable[2].req[0]), 0);
+  ASSERT_EQ(q->modify(good_attr(S::kRts), kQpState | kTable[3].req[0]), 0);
+  env.unlimited_credits();
+  ASSERT_EQ(env.post(WrOpcode::kSend, 0, 8, 1), 0);
+  const auto sent = env.run();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].h.ip.src, v4);
+
+  // The peer's answer to GID 2 is taken (its ACK completes the send); once the slot is emptied, it is not.
+  auto ack = env.peer_headers(wire::op::kRcAck, sent[0].psn());
+  ack.ip.dst = v4;
+  ack.aeth = {wire::aeth_syndrome(wire::AethKind::kAck, 31), 1};
+  env.inject(ack);
+  env.run();
+  const auto wcs = env.poll();
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  const auto drops = [&] { return env.dev->counters().n[static_cast<size_t>(Counter::kDropDstGid)]; };
+  EXPECT_EQ(drops(), 0u);
+  env.dev->set_gid(2, Gid{});
+  env.inject(ack);
+  env.run();
+  EXPECT_EQ(drops(), 1u);
+}
+
 }  // namespace
 }  // namespace uroce

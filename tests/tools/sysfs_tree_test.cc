@@ -17,7 +17,13 @@ using test::read_text;
 using test::TempDir;
 
 DeviceSpec spec(const char* ip = "127.1.0.1", unsigned index = 0) {
-  return {"uroce" + std::to_string(index), index, *parse_ip(ip), "lo", "host uroce" + std::to_string(index)};
+  DeviceSpec s;
+  s.name = "uroce" + std::to_string(index);
+  s.index = index;
+  s.ip = *parse_ip(ip);
+  s.ndev = "lo";
+  s.node_desc = "host uroce" + std::to_string(index);
+  return s;
 }
 
 std::map<std::string, std::string> as_map(const std::vector<TreeFile>& files) {
@@ -71,7 +77,28 @@ TEST(SysfsTree, GidTableHasEveryIndexAndGid0IsTheRoceV2Gid) {
     }
   }
   EXPECT_FALSE(m.count(port + "gids/" + std::to_string(kGidTableLen)));
-  EXPECT_EQ(kGidTableLen, 4u);
+  EXPECT_EQ(kGidTableLen, 16u);
+}
+
+// uroce run --netdev: the interface's addresses fill the table, its MAC makes the node GUID, its link state
+// the port state.
+TEST(SysfsTree, NetdevTableMacAndLinkState) {
+  DeviceSpec s = spec("10.0.0.1");
+  s.ndev = "eth0";
+  s.gids = {parse_ip("10.0.0.1")->gid, Gid{}, parse_ip("fd00::7")->gid};
+  s.mac = Mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+  s.link_up = false;
+  auto m = as_map(sysfs_files(s));
+  const std::string dev = "class/infiniband/uroce0/";
+  const std::string port = dev + "ports/1/";
+  EXPECT_EQ(m[port + "gids/0"], "0000:0000:0000:0000:0000:ffff:0a00:0001\n");
+  EXPECT_EQ(m[port + "gids/1"], "0000:0000:0000:0000:0000:0000:0000:0000\n");
+  EXPECT_EQ(m[port + "gid_attrs/ndevs/1"], "");
+  EXPECT_EQ(m[port + "gids/2"], "fd00:0000:0000:0000:0000:0000:0000:0007\n");
+  EXPECT_EQ(m[port + "gid_attrs/ndevs/2"], "eth0\n");
+  EXPECT_EQ(m[port + "gids/3"], "0000:0000:0000:0000:0000:0000:0000:0000\n");
+  EXPECT_EQ(m[dev + "node_guid"], "5054:00ff:fe12:3456\n");
+  EXPECT_EQ(m[port + "state"], "1: DOWN\n");
 }
 
 TEST(SysfsTree, Ipv6Gid0AndNoNetdev) {

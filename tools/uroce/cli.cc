@@ -75,7 +75,11 @@ DeviceOptions check_device(const std::string& dev, const std::string& ip) {
     throw UsageError("bad value '" + ip + "' for --ip: expected an IPv4 or IPv6 unicast address, e.g. " +
                      std::string(kDefaultIp) + " or fd00::1");
   }
-  return {dev, *index, *addr};
+  DeviceOptions opts;
+  opts.dev = dev;
+  opts.index = *index;
+  opts.ip = *addr;
+  return opts;
 }
 
 void add_device_options(CLI::App& app, DeviceWords* words) {

@@ -25,6 +25,11 @@ struct DeviceOptions {
   std::string dev;
   unsigned index = 0;  // N of uroceN
   IpAddress ip;
+  // uroce run --netdev: the interface, its GID table (ip is gids[0]) and MAC; empty without --netdev.
+  std::string netdev;
+  std::vector<Gid> gids;
+  std::optional<Mac> mac;
+  bool link_up = true;
 };
 
 struct ParsedArgs {

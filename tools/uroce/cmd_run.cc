@@ -4,6 +4,7 @@
 // (runtime/uroced_client.h). --port SPEC / UROCE_PORT=SPEC choose "loopback" or a DPDK port spec instead.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "tools/uroce/dev_nodes.h"
 #include "tools/uroce/env_check.h"
 #include "tools/uroce/layout.h"
+#include "tools/uroce/netdev_bind.h"
 #include "tools/uroce/session.h"
 
 namespace uroce::tools {
@@ -31,6 +33,10 @@ constexpr const char* kRunFooter =
     "The device's packet port: without --port (and UROCE_PORT unset or 'uroced') a lease from the host\n"
     "switch uroced (its own address and memif port; uroced is started on demand). --port loopback is the\n"
     "in-process port; a DPDK port spec (memif:..., af_packet:iface=X) is a port of its own.\n"
+    "--netdev IFACE (UROCE_NETDEV) binds the device to a kernel interface as rxe does: its MAC,\n"
+    "MTU and link state, a GID per address (following changes), peers' MACs by ARP/ND; the port\n"
+    "is then af_packet:iface=IFACE,promisc=0 unless --port says otherwise (docs/between-hosts.md); with\n"
+    "--xdp an af_xdp port whose XDP program takes UDP 4791 and leaves the rest to the kernel.\n"
     "--cc, --cc-param and --mtu set UROCE_CC, UROCE_CC_PARAMS and UROCE_MTU for CMD ('uroce env --list').";
 
 }  // namespace
@@ -38,13 +44,21 @@ constexpr const char* kRunFooter =
 int cmd_run(const std::vector<std::string>& args) {
   CLI::App app(kRunAbout, "uroce run");
   setup_app(app,
-            "[--dev NAME] [--ip ADDR] [--port P] [--cc NAME] [--cc-param K=V]... [--mtu N] -- CMD [ARGS...]",
+            "[--dev NAME] [--ip ADDR] [--port P] [--netdev IFACE [--xdp]] [--cc NAME] [--cc-param K=V]... "
+            "[--mtu N] "
+            "-- CMD "
+            "[ARGS...]",
             kRunFooter);
   DeviceWords words;
   add_device_options(app, &words);
   std::string port;
   app.add_option("--port", port, "the device's packet port: uroced (default), loopback or a DPDK port spec")
       ->type_name("P");
+  std::string netdev;
+  app.add_option("--netdev", netdev, "bind the device to kernel interface IFACE (UROCE_NETDEV)")
+      ->type_name("IFACE");
+  bool xdp = false;
+  app.add_flag("--xdp", xdp, "with --netdev: an af_xdp port whose XDP program steers UDP 4791 to uroce");
   RunEnvOptions run_env;
   add_run_env_options(app, &run_env);
   app.prefix_command();
@@ -64,6 +78,41 @@ int cmd_run(const std::vector<std::string>& args) {
   if (const std::string bad = check_environment(); !bad.empty()) {
     std::fprintf(stderr, "uroce run: %s ('uroce env --list' shows every variable)\n", bad.c_str());
     return 1;
+  }
+  if (netdev.empty())
+    if (const char* e = std::getenv("UROCE_NETDEV"); e && *e) netdev = e;
+  if (xdp && netdev.empty()) throw UsageError("--xdp goes with --netdev IFACE");
+  if (!netdev.empty()) {
+    unsigned ib_mtu = 0;
+    if (std::string e = bind_netdev(netdev, ip_given, &parsed.device, &ib_mtu); !e.empty()) {
+      std::fprintf(stderr, "uroce run: --netdev %s: %s\n", netdev.c_str(), e.c_str());
+      return 1;
+    }
+    const char* env_port = std::getenv("UROCE_PORT");
+    if (port.empty() && env_port && *env_port) port = env_port;
+    if (port == "uroced" || port == "loopback") {
+      std::fprintf(stderr, "uroce run: --netdev binds the device to %s: --port %s does not go with it\n",
+                   netdev.c_str(), port.c_str());
+      return 1;
+    }
+    if (xdp) {
+      if (!port.empty()) {
+        std::fprintf(stderr, "uroce run: --xdp chooses the port: --port/UROCE_PORT %s does not go with it\n",
+                     port.c_str());
+        return 1;
+      }
+      const std::filesystem::path prog = find_libs().shim.parent_path() / "uroce_xdp.o";
+      if (!std::filesystem::exists(prog)) {
+        std::fprintf(stderr, "uroce run: --xdp: no XDP program %s (built only with clang and libbpf-dev)\n",
+                     prog.c_str());
+        return 1;
+      }
+      port = "af_xdp:iface=" + netdev + ",prog=" + prog.string();
+      ib_mtu = std::min(ib_mtu, 2048u);  // af_xdp frames fit a 4 KiB UMEM chunk (pmd_glue/dpdk_port.h)
+    }
+    if (port.empty()) port = "af_packet:iface=" + netdev + ",promisc=0";
+    setenv("UROCE_NETDEV", netdev.c_str(), 1);
+    if (!std::getenv("UROCE_MTU")) setenv("UROCE_MTU", std::to_string(ib_mtu).c_str(), 1);
   }
   // One device per host, as with an RNIC: without --port or UROCE_PORT every process is a port of the host
   // switch, so a server and a client started by two bare `uroce run` reach each other. UROCE_PORT=loopback

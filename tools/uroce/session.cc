@@ -51,7 +51,10 @@ bool plain_shell_char(char c) {
 }  // namespace
 
 DeviceSpec device_spec(const DeviceOptions& opts) {
-  return {opts.dev, opts.index, opts.ip, netdev_for(opts.ip), host_name() + " " + opts.dev};
+  if (!opts.netdev.empty())
+    return {opts.dev,  opts.index, opts.ip,     opts.netdev, host_name() + " " + opts.dev,
+            opts.gids, opts.mac,   opts.link_up};
+  return {opts.dev, opts.index, opts.ip, netdev_for(opts.ip), host_name() + " " + opts.dev, {}, {}, true};
 }
 
 std::string prepend_preload(const std::string& lib, const std::string& existing) {

@@ -81,7 +81,7 @@ std::vector<TreeFile> sysfs_files(const DeviceSpec& spec) {
   const std::string uverbs = verbs + uverbs_name(spec.index) + "/";
   const std::string dev = "class/infiniband/" + spec.name + "/";
   const std::string port = dev + "ports/" + std::to_string(kPortNum) + "/";
-  const std::string guid = guid_text(mac_for(spec.ip));
+  const std::string guid = guid_text(spec.mac ? *spec.mac : mac_for(spec.ip));
 
   std::vector<TreeFile> files = {
       {verbs + "abi_version", line(kUverbsAbi)},
@@ -97,8 +97,8 @@ std::vector<TreeFile> sysfs_files(const DeviceSpec& spec) {
       {dev + "hw_rev", line("0")},
       {dev + "board_id", line("UROCE_SOFT_ROCE_V2")},
       {dev + "node_desc", line(spec.node_desc.substr(0, 64))},
-      {port + "state", line("4: ACTIVE")},
-      {port + "phys_state", line("5: LinkUp")},
+      {port + "state", line(spec.link_up ? "4: ACTIVE" : "1: DOWN")},
+      {port + "phys_state", line(spec.link_up ? "5: LinkUp" : "3: Disabled")},
       {port + "link_layer", line("Ethernet")},
       {port + "rate", line("100 Gb/sec (4X EDR)")},
       {port + "lid", line("0x0")},
@@ -111,9 +111,12 @@ std::vector<TreeFile> sysfs_files(const DeviceSpec& spec) {
   // (libibverbs reports those as empty) with a valid type.
   for (unsigned i = 0; i < kGidTableLen; ++i) {
     const std::string n = std::to_string(i);
-    files.push_back({port + "gids/" + n, line(gid_text(i == 0 ? spec.ip.gid : Gid{}))});
+    Gid gid = i == 0 ? spec.ip.gid : Gid{};
+    if (!spec.gids.empty()) gid = i < spec.gids.size() ? spec.gids[i] : Gid{};
+    files.push_back({port + "gids/" + n, line(gid_text(gid))});
     files.push_back({port + "gid_attrs/types/" + n, line("RoCE v2")});
-    files.push_back({port + "gid_attrs/ndevs/" + n, i == 0 && !spec.ndev.empty() ? line(spec.ndev) : ""});
+    files.push_back(
+        {port + "gid_attrs/ndevs/" + n, gid != Gid{} && !spec.ndev.empty() ? line(spec.ndev) : ""});
   }
   // Placeholders: under `uroce run` the shim answers a read of these with the live value summed over the
   // device's running processes (provider/shim/live_counters.cc); read directly they show 0.

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct DeviceSpec {
   IpAddress ip;           // GID 0 is its RoCE v2 GID
   std::string ndev;       // netdev for GID 0 (gid_attrs/ndevs/0); empty when no interface owns the address
   std::string node_desc;  // free text, at most 64 bytes
+  // Bound to interface `ndev` (uroce run --netdev): the whole GID table (slot i = gids[i], zero = empty, the
+  // rest of the table empty), the interface's MAC (the node GUID's EUI-64) and its link state.
+  std::vector<Gid> gids;
+  std::optional<Mac> mac;
+  bool link_up = true;
 };
 
 struct TreeFile {
