@@ -11,9 +11,10 @@
 //            drive; the thread stays off the lock and the CPU, looking again after a nap that grows with
 //            how long they have polled (10 us to 250 us);
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
-//            peer's WRITE, an application gone to sleep): the thread runs the passes, spins kSpinNs after
-//            the last work or the last application call, then naps from 20 us doubling to 1 ms (20 ms
-//            after a second of idleness). req_notify_cq rings it at once: the application is about to block.
+//            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
+//            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us
+//            doubling to 1 ms (20 ms after a second of idleness). req_notify_cq rings it at once: the
+//            application is about to block.
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
 // Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt where the
 // PMD has one (not memif in DPDK 22.11, hence the naps), and the next deadline. An idle context costs ~0%.
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "fabric/host_mac.h"
+#include "pmd_glue/thread_sched.h"
 #include "provider/control.h"
 #include "transport/device.h"
 
@@ -60,6 +62,10 @@ struct EngineConfig {
   // UROCE_PORT: "loopback" (in-process only) or a DPDK port spec (pmd_glue/dpdk_spec.h), e.g.
   // memif:socket=/run/x.sock,role=client
   std::string port = "loopback";
+  // UROCE_ENGINE_SCHED: how the kernel schedules the progress thread (pmd_glue/thread_sched.h).
+  glue::ThreadSched sched = glue::ThreadSched::kSlice;
+  // UROCE_ENGINE_SPIN_US: how long the progress thread busy-polls after the last work, ns.
+  uint64_t spin_ns = 20'000;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -154,6 +160,8 @@ class Engine {
   std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
+  const glue::ThreadSched sched_want_;
+  const uint64_t spin_ns_;
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
   // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/host_mac.h).
