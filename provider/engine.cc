@@ -97,10 +97,14 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   std::string err;
   if (!runtime::env_uint("UROCE_ENGINE_SPIN_US", &us, &err)) return err;
   cfg->spin_ns = us * 1000;
+  us = cfg->min_nap_ns / 1000;
+  if (!runtime::env_uint("UROCE_ENGINE_NAP_US", &us, &err)) return err;
+  cfg->min_nap_ns = us * 1000;
   return "";
 }
 
-Engine::Engine(const EngineConfig& cfg) : sched_want_(cfg.sched), spin_ns_(cfg.spin_ns) {
+Engine::Engine(const EngineConfig& cfg)
+    : sched_want_(cfg.sched), spin_ns_(cfg.spin_ns), min_nap_ns_(cfg.min_nap_ns) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::runtime_error("out of file descriptors");
   if (cfg.port == "loopback") {
@@ -270,7 +274,8 @@ void Engine::run() {
   // doubling to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
   // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
   constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 250'000;
-  constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
+  const uint64_t kMinNapNs = min_nap_ns_;
+  constexpr uint64_t kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
   // Naps of microseconds must not be stretched by the default 50 us timer slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);

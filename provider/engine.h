@@ -66,6 +66,8 @@ struct EngineConfig {
   glue::ThreadSched sched = glue::ThreadSched::kSlice;
   // UROCE_ENGINE_SPIN_US: how long the progress thread busy-polls after the last work, ns.
   uint64_t spin_ns = 20'000;
+  // UROCE_ENGINE_NAP_US: its first nap after that (the naps double up to 1 ms), ns.
+  uint64_t min_nap_ns = 20'000;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -161,7 +163,7 @@ class Engine {
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   const glue::ThreadSched sched_want_;
-  const uint64_t spin_ns_;
+  const uint64_t spin_ns_, min_nap_ns_;
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
   // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/host_mac.h).
