@@ -18,6 +18,8 @@
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
 // Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt where the
 // PMD has one (not memif in DPDK 22.11, hence the naps), and the next deadline. An idle context costs ~0%.
+// The thread, and DPDK's interrupt thread on a memif port, ask for a short EEVDF slice so that they preempt
+// spinning pollers when they wake (UROCE_ENGINE_SCHED, pmd_glue/thread_sched.h, docs/latency.md).
 #pragma once
 
 #include <atomic>
