@@ -17,6 +17,7 @@ namespace uroce::glue {
 
 std::atomic<bool> IntrGate::thread_out_{true};
 std::atomic<bool> IntrGate::used_{false};
+std::atomic<ThreadSched> IntrGate::sched_want_{ThreadSched::kNone};
 
 // One per process, never destroyed: the interrupt thread may be inside on_gate when static destructors
 // run at exit.
@@ -26,8 +27,9 @@ struct IntrGateState {
   std::vector<IntrGate::Member*> members;
   bool installed = false;
   bool failed = false;
-  bool armed = false;    // the eventfd holds a count, so the interrupt thread keeps coming back
-  bool released = true;  // the thread is not coming back until a member arms the eventfd
+  bool armed = false;  // the eventfd holds a count, so the interrupt thread keeps coming back
+  ThreadSched sched = ThreadSched::kNone;  // what the interrupt thread asked for last (under mu)
+  bool released = true;                    // the thread is not coming back until a member arms the eventfd
   int efd = -1;
   rte_intr_handle* handle = nullptr;
   std::atomic<uint64_t> passes{0};
@@ -127,6 +129,10 @@ uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relax
 void IntrGate::on_gate(void* arg) {
   auto& s = *static_cast<IntrGateState*>(arg);
   std::unique_lock lock(s.mu);
+  if (const ThreadSched want = sched_want_.load(std::memory_order_relaxed); want != s.sched) {
+    apply_thread_sched(want);
+    s.sched = want;
+  }
   if (s.members.empty()) {
     s.disarm();  // nothing to guard: leave the thread to epoll; thread_out_ stays true
     s.released = true;

@@ -24,6 +24,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "pmd_glue/thread_sched.h"
+
 namespace uroce::glue {
 
 class IntrGate {
@@ -61,6 +63,11 @@ class IntrGate {
   // Times the interrupt thread was let out, for tests.
   static uint64_t passes();
 
+  // The scheduling the interrupt thread asks for on its next pass (thread_sched.h). While it is out, no
+  // burst of a gated port runs, so it must get a core as soon as its wait ends: on two cores busy with
+  // spinning pollers it otherwise waits for their time slices, and the datapath stalls with it.
+  static void set_thread_sched(ThreadSched s) { sched_want_.store(s, std::memory_order_relaxed); }
+
  private:
   friend struct IntrGateState;
   static void on_gate(void* arg);
@@ -70,6 +77,7 @@ class IntrGate {
   static std::atomic<bool> thread_out_;
   // A burst ran (or wanted to) in the current parked spell.
   static std::atomic<bool> used_;
+  static std::atomic<ThreadSched> sched_want_;
 };
 
 // Holds a member for a scope (try_enter semantics): `if (!g) return 0;`.

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/intr_gate.h"
 #include "pmd_glue/loopback.h"
 #include "provider/netdev_link.h"
 #include "provider/sleeper.h"
@@ -25,8 +26,6 @@
 namespace uroce::provider {
 
 namespace {
-
-constexpr uint64_t kSpinNs = 20'000;  // a one-sided target keeps polling this long after the last work
 
 bool parse_gid(const std::string& text, Gid* gid) {
   unsigned g[8];
@@ -96,10 +95,19 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   if (const char* port = std::getenv("UROCE_PORT")) cfg->port = port;
   if (const char* netdev = std::getenv("UROCE_NETDEV")) cfg->netdev = netdev;
   cfg->sysfs_port_dir = std::string(sysfs) + "/class/infiniband/" + ibdev + "/ports/1";
+  cfg->sched = glue::thread_sched_from_env();
+  uint64_t us = cfg->spin_ns / 1000;
+  std::string err;
+  if (!runtime::env_uint("UROCE_ENGINE_SPIN_US", &us, &err)) return err;
+  cfg->spin_ns = us * 1000;
+  us = cfg->min_nap_ns / 1000;
+  if (!runtime::env_uint("UROCE_ENGINE_NAP_US", &us, &err)) return err;
+  cfg->min_nap_ns = us * 1000;
   return "";
 }
 
-Engine::Engine(const EngineConfig& cfg) {
+Engine::Engine(const EngineConfig& cfg)
+    : sched_want_(cfg.sched), spin_ns_(cfg.spin_ns), min_nap_ns_(cfg.min_nap_ns) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::runtime_error("out of file descriptors");
   if (cfg.port == "loopback") {
@@ -273,20 +281,26 @@ void Engine::run() {
   // [kPollingMinNapNs, kPollingMaxNapNs]: a long-running poller is checked on rarely, one that just
   // started (ib_write_lat between its memory waits) soon. kPollingMaxNapNs is also the longest an
   // application that stops calling (blocks in read(), say) waits before the thread takes over.
-  // Otherwise: the thread spins kSpinNs after the last work or the application's last call (data for a
-  // memory poller comes within microseconds of its last post), then naps from kMinNapNs doubling to 1 ms
-  // while the device was busy within the last second, then to 20 ms: a long-idle process costs well under
-  // 1% of a core, at the price of up to 20 ms before it notices the first new frame.
+  // Otherwise: the thread spins spin_ns_ (UROCE_ENGINE_SPIN_US) after the last work or the application's last
+  // call (data for a memory poller comes within microseconds of its last post), then naps from kMinNapNs
+  // doubling to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
+  // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
   constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 250'000;
-  constexpr uint64_t kMinNapNs = 20'000, kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
+  const uint64_t kMinNapNs = min_nap_ns_;
+  constexpr uint64_t kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
   // Naps of microseconds must not be stretched by the default 50 us timer slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  prctl(PR_SET_NAME, "uroce-engine", 0UL, 0UL, 0UL);  // for top -H, perf and tests
   // The io_uring is set up and torn down here, on the only thread that uses it. The kernel links a ring to
   // the thread that creates it, and when the ring is closed it queues work for that thread that interrupts
   // whatever blocking call the thread is in: an application thread that opened the device would see its
   // epoll_wait fail with EINTR, no signal sent (libfabric's fi_eq_sread returned -4 that way).
   sleeper_ = std::make_unique<Sleeper>(wake_fd_);
+  // Scheduling for the threads a frame waits for: this one and, on a gated (memif) port, DPDK's interrupt
+  // thread (pmd_glue/thread_sched.h, docs/latency.md).
+  glue::apply_thread_sched(sched_want_);
+  if (dpdk_) glue::IntrGate::set_thread_sched(sched_want_);
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
@@ -318,7 +332,7 @@ void Engine::run() {
         nap = kMinNapNs;
         continue;
       }
-      if (now - last_work < kSpinNs || since_app < kSpinNs) continue;
+      if (now - last_work < spin_ns_ || since_app < spin_ns_) continue;
       if (blind && now + nap < deadline) {
         sleep_ns = nap;
         nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);

@@ -11,12 +11,15 @@
 //            drive; the thread stays off the lock and the CPU, looking again after a nap that grows with
 //            how long they have polled (10 us to 250 us);
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
-//            peer's WRITE, an application gone to sleep): the thread runs the passes, spins kSpinNs after
-//            the last work or the last application call, then naps from 20 us doubling to 1 ms (20 ms
-//            after a second of idleness). req_notify_cq rings it at once: the application is about to block.
+//            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
+//            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us
+//            doubling to 1 ms (20 ms after a second of idleness). req_notify_cq rings it at once: the
+//            application is about to block.
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
 // Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt where the
 // PMD has one (not memif in DPDK 22.11, hence the naps), and the next deadline. An idle context costs ~0%.
+// The thread, and DPDK's interrupt thread on a memif port, ask for a short EEVDF slice so that they preempt
+// spinning pollers when they wake (UROCE_ENGINE_SCHED, pmd_glue/thread_sched.h, docs/latency.md).
 #pragma once
 
 #include <atomic>
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "fabric/host_mac.h"
+#include "pmd_glue/thread_sched.h"
 #include "provider/control.h"
 #include "transport/device.h"
 
@@ -65,6 +69,12 @@ struct EngineConfig {
   // directory, whose GID table follows the interface's addresses.
   std::string netdev;
   std::string sysfs_port_dir;
+  // UROCE_ENGINE_SCHED: how the kernel schedules the progress thread (pmd_glue/thread_sched.h).
+  glue::ThreadSched sched = glue::ThreadSched::kSlice;
+  // UROCE_ENGINE_SPIN_US: how long the progress thread busy-polls after the last work, ns.
+  uint64_t spin_ns = 20'000;
+  // UROCE_ENGINE_NAP_US: its first nap after that (the naps double up to 1 ms), ns.
+  uint64_t min_nap_ns = 20'000;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -151,7 +161,7 @@ class Engine {
   SteadyClock clock_;
   std::unique_ptr<Device> dev_;
   std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
-  PassHook* hook_ = nullptr;  // under mu_
+  PassHook* hook_ = nullptr;            // under mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
@@ -160,6 +170,8 @@ class Engine {
   std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
+  const glue::ThreadSched sched_want_;
+  const uint64_t spin_ns_, min_nap_ns_;
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
   // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/host_mac.h).

@@ -68,6 +68,7 @@ struct UQp {
   std::vector<PendingWr> ex_wrs;
   std::vector<Sge> ex_sges;
   std::vector<uint8_t> ex_inline;
+  std::vector<SendWr> ex_post;  // wr_complete's batch; kept, so that a steady batch size allocates nothing
   int ex_err = 0;
 };
 

@@ -148,8 +148,8 @@ int wr_complete(ibv_qp_ex* qp) {
   UQp* q = from(qp);
   int err = q->ex_err;
   if (!err) {
-    std::vector<SendWr> wrs;
-    wrs.reserve(q->ex_wrs.size());
+    std::vector<SendWr>& wrs = q->ex_post;
+    wrs.clear();
     for (PendingWr& p : q->ex_wrs) {
       Sge* s = q->ex_sges.data() + p.sge_first;
       if (p.wr.send_flags & kSendInline) s->addr = reinterpret_cast<uint64_t>(q->ex_inline.data() + s->addr);

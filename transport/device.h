@@ -20,6 +20,7 @@
 #include "transport/clock.h"
 #include "transport/counters.h"
 #include "transport/cq.h"
+#include "transport/fifo.h"
 #include "transport/mr.h"
 #include "transport/packet_io.h"
 #include "transport/params.h"
@@ -170,8 +171,8 @@ class Device {
   PktBuf* txq_[kTxQueue];
   uint16_t txq_count_ = 0;
   bool tx_blocked_ = false;
-  bool pool_empty_ = false;       // alloc_burst failed: retry on a short timer
-  std::deque<PktBuf*> loopback_;  // frames addressed to this device, received on the next pass
+  bool pool_empty_ = false;  // alloc_burst failed: retry on a short timer
+  Fifo<PktBuf*> loopback_;   // frames addressed to this device, received on the next pass
 };
 
 }  // namespace uroce

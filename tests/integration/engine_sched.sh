@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# engine_sched.sh UROCE
+# The threads a one-sided target's frames wait for ask the kernel for a short slice (UROCE_ENGINE_SCHED,
+# pmd_glue/thread_sched.h): with the default, an ibv_rc_pingpong server on a memif port has its progress
+# thread (uroce-engine) and DPDK's interrupt thread (eal-intr-thread) at se.slice 100000 ns, and its own
+# main thread at the kernel's default; with UROCE_ENGINE_SCHED=none no thread has the short slice.
+# /proc/PID/task/TID/sched shows se.slice on Linux >= 6.12; on older kernels the test skips.
+set -u
+uroce=$1
+. "$(dirname "$0")/../lib/uroce_test_env.sh"
+uroce_require_setup "$uroce"
+grep -q '^se.slice' /proc/self/sched 2>/dev/null || { echo "SKIP: no se.slice in /proc/self/sched (Linux < 6.12)"; exit 77; }
+dir=$(mktemp -d)
+export XDG_RUNTIME_DIR=$dir
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; echo "== server log"; cat "$dir/out.log"; exit 1; }
+
+# slice_of PID NAME: se.slice of PID's thread named NAME ("" when there is none).
+slice_of() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+    awk '/^se.slice/ {print $NF; exit}' "$t/sched"
+    return
+  done
+}
+
+# run_server SCHED PORT: an ibv_rc_pingpong server (no client comes) with UROCE_ENGINE_SCHED=SCHED (empty:
+# unset); sets $pid once it listens.
+run_server() {
+  env ${1:+UROCE_ENGINE_SCHED=$1} UROCE_PORT="memif:socket=$dir/m$2.sock,role=server" \
+    "$uroce" run --ip 127.1.0.9 -- ibv_rc_pingpong -g 0 -p "$2" >"$dir/out.log" 2>&1 &
+  pid=$!
+  wait_listen "$2" $pid || fail "ibv_rc_pingpong never listened on $2"
+}
+
+run_server "" 18696
+# The interrupt thread takes the setting on its next pass of the gate (every 2 ms while the port is used).
+for _ in $(seq 50); do [ "$(slice_of $pid eal-intr-thread)" = 100000 ] && break; sleep 0.1; done
+engine=$(slice_of $pid uroce-engine)
+intr=$(slice_of $pid eal-intr-thread)
+main=$(slice_of $pid ibv_rc_pingpong)
+echo "default: uroce-engine se.slice=$engine eal-intr-thread se.slice=$intr main thread se.slice=$main"
+[ "$engine" = 100000 ] || fail "the progress thread's slice is '$engine', not 100000"
+[ "$intr" = 100000 ] || fail "the interrupt thread's slice is '$intr', not 100000"
+[ -n "$main" ] && [ "$main" != 100000 ] || fail "the application's own thread got the short slice ('$main')"
+kill $pid
+wait $pid 2>/dev/null
+
+run_server none 18697
+sleep 0.5
+engine=$(slice_of $pid uroce-engine)
+intr=$(slice_of $pid eal-intr-thread)
+echo "UROCE_ENGINE_SCHED=none: uroce-engine se.slice=$engine eal-intr-thread se.slice=$intr"
+[ -n "$engine" ] || fail "no uroce-engine thread"
+[ "$engine" != 100000 ] && [ "$intr" != 100000 ] || fail "UROCE_ENGINE_SCHED=none still set the short slice"
+echo "PASS"
