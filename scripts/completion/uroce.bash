@@ -67,11 +67,14 @@ _uroced() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   case $prev in
     --config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --pause | --ecn) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
-    --idle-exit | --uplink | --subnet | --max-clients | --seed | --rate | --burst | --buffer | --loss) return ;;
+    --pause | --ecn | --credit) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
+    --pfc) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
+    --idle-exit | --uplink | --subnet | --max-clients | --seed | --rate | --burst | --buffer | --loss | \
+      --pfc-watchdog-us) return ;;
   esac
   COMPREPLY=($(compgen -W "--daemon --foreground --config --idle-exit --uplink --subnet --max-clients --seed
-                           --rate --burst --buffer --pause --ecn --loss --stats --stop --set --version --help" \
+                           --credit --pfc-watchdog-us --rate --burst --buffer --pause --pfc --ecn --loss --stats
+                           --stop --set --version --help" \
                  -- "$cur"))
 }
 
