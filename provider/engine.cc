@@ -18,28 +18,13 @@
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/intr_gate.h"
 #include "pmd_glue/loopback.h"
+#include "provider/gid_text.h"
 #include "provider/netdev_link.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
 #include "transport/wire/address.h"
 
 namespace uroce::provider {
-
-namespace {
-
-bool parse_gid(const std::string& text, Gid* gid) {
-  unsigned g[8];
-  if (std::sscanf(text.c_str(), "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x", &g[0], &g[1], &g[2], &g[3], &g[4], &g[5],
-                  &g[6], &g[7]) != 8)
-    return false;
-  for (int i = 0; i < 8; ++i) {
-    (*gid)[2 * i] = static_cast<uint8_t>(g[i] >> 8);
-    (*gid)[2 * i + 1] = static_cast<uint8_t>(g[i]);
-  }
-  return true;
-}
-
-}  // namespace
 
 std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   const char* sysfs = std::getenv("SYSFS_PATH");

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "provider/gid_text.h"
 #include "transport/wire/address.h"
 
 namespace uroce::provider {
@@ -28,18 +29,6 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
-}
-
-bool parse_gid(const std::string& text, Gid* gid) {
-  unsigned g[8];
-  if (std::sscanf(text.c_str(), "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x", &g[0], &g[1], &g[2], &g[3], &g[4], &g[5],
-                  &g[6], &g[7]) != 8)
-    return false;
-  for (int i = 0; i < 8; ++i) {
-    (*gid)[2 * i] = static_cast<uint8_t>(g[i] >> 8);
-    (*gid)[2 * i + 1] = static_cast<uint8_t>(g[i]);
-  }
-  return true;
 }
 
 // Replaces `path` with a file holding `content`, atomically: a reader sees the old or the new text.
