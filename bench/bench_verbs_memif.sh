@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_verbs_memif.sh [BUILD_DIR] - unmodified perftest between two processes, beside baselines measured in
-# the same run, with the verdict on each target of issue 14 ("Done when"):
+# the same run, with the verdict on each of the datapath targets below:
 #   raw memif      bench_memif: throughput at 4096-byte frames (the frames ib_write_bw 64 KiB sends with MTU
 #                  4096), the frame rate at 64-byte frames, and 64-byte ping-pong round trips, between two
 #                  DpdkPorts on two pinned threads;
@@ -14,7 +14,7 @@
 # perftest and sockperf report one-way latency (round trip / 2), so the memif figure they are set beside is
 # half its round trip. Every uroce figure is the median of REPS runs (env REPS, default 3). `uptime` is
 # printed before and after: the machine is shared, and only the ratios within one run mean anything.
-# Targets (issue 14): write_bw direct >= 0.5 x raw memif 4 KiB, through the switch >= 0.8 x direct;
+# Targets: write_bw direct >= 0.5 x raw memif 4 KiB, through the switch >= 0.8 x direct;
 # send_bw 64 B >= 0.15 x raw memif 64 B frame rate; send_lat median <= 2 x raw memif one-way; write_lat
 # median <= 2 x send_lat median and p99 < 100 us; idle < 2% of a core. (The ICRC target is bench_wire's.)
 # Needs the device nodes (`uroce setup`, once as root). Exits 0 when every target is met, 1 otherwise.
@@ -161,7 +161,7 @@ ratio() { awk "BEGIN {if (($2) + 0 == 0) print \"nan\"; else printf \"%.2f\", ($
 echo
 echo "== summary (latency is one-way, in us: perftest typical / sockperf median; raw memif = round trip / 2)"
 row() { printf "%-50s %10s %10s %8s  %s\n" "$@"; }
-row "measure" "uroce" "baseline" "ratio" "target (issue 14)"
+row "measure" "uroce" "baseline" "ratio" "target"
 r=$(ratio "$bw" "$memif_gbps")
 row "1 ib_write_bw 64 KiB direct Gb/s vs raw memif 4K" "$bw" "$memif_gbps" "$r" ">= 0.50: $(verdict "$r >= 0.5")"
 r=$(ratio "$ubw" "$bw")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netdev_bridge.sh UROCE TCP_PORT FAMILY MODE -- COMMAND ARGS...
-# Between hosts over a commodity NIC (issue 17, done-when 1 on af_packet): two network namespaces, each with
+# Between hosts over a commodity NIC, on af_packet: two network namespaces, each with
 # one interface of its own kernel MAC and addresses, joined through a Linux bridge in a third namespace (not a
 # direct veth). Each side runs `uroce run --netdev IF` (the device takes the interface's MAC, its addresses as
 # GIDs, and peers' MACs from the kernel's neighbour table; not promiscuous). MODE af_packet: the af_packet

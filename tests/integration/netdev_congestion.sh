@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netdev_congestion.sh UROCE TCP_PORT
-# Issue 17, done-when 2: DCQCN reacting to congestion marks set by the kernel, not by uroce. Two namespaces
+# DCQCN reacting to congestion marks set by the kernel, not by uroce. Two namespaces
 # bound with `uroce run --netdev` (as netdev_bridge.sh) are joined through a Linux bridge whose namespace is
 # the congestion point: nftables in the bridge's forward path drops 1% of the RoCE frames at random and sets
 # CE on every ECT frame beyond 5 MB/s ("limit rate over", a rate meter standing in for a queue threshold).

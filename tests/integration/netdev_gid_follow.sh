@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netdev_gid_follow.sh UROCE TCP_PORT
-# Issue 17, done-when 3: the GID table of a device bound with `uroce run --netdev IF` follows the interface's
+# The GID table of a device bound with `uroce run --netdev IF` follows the interface's
 # addresses while the program runs. In a namespace of its own, an ibv_rc_pingpong server (waiting for a client
 # that never comes) holds the device open; an address is then added to the interface and removed again, and
 # after each step `ibv_devinfo -v`, run with the server's own environment (the same sysfs tree; what
