@@ -129,6 +129,11 @@ inline uint32_t credit_left(uint32_t fccl, uint32_t fctbs) {
   return d > 0 ? static_cast<uint32_t>(d) : 0;
 }
 uint16_t build_credit(uint8_t* out, uint64_t src_mac, const CreditFrame& c);
+// The frame is a credit update by its ether type and subtype (parse_credit() then checks its length).
+inline bool is_credit_frame(const uint8_t* f, uint16_t len) {
+  return len >= 16 && (f[12] << 8 | f[13]) == kEtherTypeLocalExperimental &&
+         (f[14] << 8 | f[15]) == kCreditSubtype;
+}
 bool parse_credit(const uint8_t* frame, uint16_t len, CreditFrame* out);
 
 // The line rate of a real-time port between a process and uroced (memif has none of its own): what both

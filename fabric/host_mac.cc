@@ -36,6 +36,7 @@ HostMac::~HostMac() {
 }
 
 uint16_t HostMac::transmit(PktBuf** bufs, uint16_t n) {
+  if (!credit_link_) return inner_->tx_burst(bufs, n);  // no FCTBS to keep
   // Lengths and priorities are read before tx_burst: a transmitted buffer belongs to the port.
   uint32_t blocks[kBurst];
   uint8_t prio[kBurst];
@@ -77,17 +78,18 @@ uint16_t HostMac::rx_burst(PktBuf** bufs, uint16_t n) {
       inner_->free_burst(&b, 1);
       continue;
     }
-    if (type == kEtherTypeLocalExperimental && b->len >= 16 &&
-        (b->data[14] << 8 | b->data[15]) == kCreditSubtype) {
+    if (is_credit_frame(b->data, b->len)) {
       take_credit(b->data, b->len);
       control = true;
       inner_->free_burst(&b, 1);
       continue;
     }
-    const uint8_t vl = frame_prio(b->data, b->len);
-    abr_[vl] += credit_blocks(b->len);
-    // The host's receive buffer drains at once: the frame's blocks go back to the sender.
-    if (credit_mask_ >> vl & 1) credit_due_ = true;
+    if (credit_link_) {
+      const uint8_t vl = frame_prio(b->data, b->len);
+      abr_[vl] += credit_blocks(b->len);
+      // The host's receive buffer drains at once: the frame's blocks go back to the sender.
+      if (credit_mask_ >> vl & 1) credit_due_ = true;
+    }
     bufs[kept++] = b;
   }
   if (credit_due_) send_credit();

@@ -47,8 +47,9 @@ constexpr uint32_t kHostCreditBytes = 128 * 1024;
 
 class HostMac final : public PacketIo {
  public:
-  // credit_link: the port is a link whose peer may run credit flow control (uroced's memif ports); on any
-  // other port credit updates are dropped and counted (credit_ignored), so nobody on a segment can stall it.
+  // credit_link: the port is a link whose peer may run credit flow control (uroced's memif ports), so the
+  // MAC counts what it sends and receives; on any other port it counts nothing, and credit updates are
+  // dropped and counted (credit_ignored), so nobody on a segment can stall it.
   HostMac(PacketIo* inner, const Clock* clock, uint64_t rate_bps, uint64_t mac, bool credit_link = true,
           uint32_t hold_limit = 1024);
   ~HostMac() override;

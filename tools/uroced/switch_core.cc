@@ -30,11 +30,6 @@ fabric::FabricConfig realtime_fabric(uint32_t credit_bytes, uint64_t pfc_watchdo
   return fc;
 }
 
-bool is_credit_frame(const PktBuf* b) {
-  return b->len >= 16 && (b->data[12] << 8 | b->data[13]) == fabric::kEtherTypeLocalExperimental &&
-         (b->data[14] << 8 | b->data[15]) == fabric::kCreditSubtype;
-}
-
 }  // namespace
 
 Switch::Switch(uint64_t seed, uint32_t credit_bytes, uint64_t pfc_watchdog_ns)
@@ -126,7 +121,6 @@ bool Switch::take_credit(Port& p, const PktBuf* b) {
   for (uint8_t vl = 0; vl < fabric::kPriorities; ++vl) {
     if (!(cf.vl_mask >> vl & 1)) continue;
     p.abr[vl] = cf.fctbs[vl];
-    p.peer_fccl[vl] = cf.fccl[vl];
     p.q->set_credits(vl, fabric::credit_left(cf.fccl[vl], p.fctbs[vl] + staged[vl]));
   }
   return true;
@@ -300,7 +294,7 @@ void Switch::forward(PktBuf* b, int in, uint64_t now_ns) {
   Port& src = ports_[in];
   src.c.rx_frames++;
   src.c.rx_bytes += b->len;
-  if (is_credit_frame(b)) {  // link-local: ends here
+  if (fabric::is_credit_frame(b->data, b->len)) {  // link-local: ends here
     if (!take_credit(src, b)) src.c.drop_filtered++;
     src.io->free_burst(&b, 1);
     return;

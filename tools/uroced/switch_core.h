@@ -161,13 +161,11 @@ class Switch final : private fabric::SwitchDriver {
     uint16_t staged_n = 0;
     bool paused = false;
     // Credit flow control with the port's process, per VL in 64-byte blocks (mod 2^32): transmitted to it,
-    // received from it, of those still in the switch, its last limit for us; an update to send, and when
-    // the last one went.
+    // received from it, of those still in the switch; an update to send, and when the last one went.
     bool credits = false;
     uint32_t fctbs[fabric::kPriorities] = {};
     uint32_t abr[fabric::kPriorities] = {};
     uint32_t held[fabric::kPriorities] = {};
-    uint32_t peer_fccl[fabric::kPriorities] = {};
     bool credit_due = false;
     bool credit_heard = false;  // an update came from the process (until then ours may have been lost)
     uint64_t credit_sent_ns = 0;
