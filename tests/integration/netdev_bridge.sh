@@ -19,10 +19,6 @@ set -u
 uroce=$1 tcp=$2 family=$3 mode=$4
 shift 5
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIP: 'ip netns' is not available"; exit 77; fi
-if ! command -v nft >/dev/null; then echo "SKIP: nft (Debian package nftables) is not installed"; exit 77; fi
-uroce_require_setup "$uroce"
 xdp=()
 if [ "$mode" = af_xdp ]; then
   xdp=(--xdp)
@@ -30,19 +26,7 @@ if [ "$mode" = af_xdp ]; then
   [ -e "$xdp_prog" ] || { echo "SKIP: $xdp_prog not built (clang and libbpf-dev)"; exit 77; }
 fi
 
-dir=$(mktemp -d)
-a=uroce-nd$$-a b=uroce-nd$$-b m=uroce-nd$$-m
-cleanup() {
-  [ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-  for ns in "$a" "$b" "$m"; do ip netns del "$ns" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$dir"/*.log; do [ -e "$f" ] && { echo "== $f"; cat "$f"; }; done
-  exit 1
-}
+uroce_netns3_setup nd
 uroce_netns_bridge "$a" "$b" "$m" || fail "cannot build the bridged namespaces"
 export XDG_RUNTIME_DIR=$dir UROCE_STATS_ON_EXIT=1
 oob=10.214.0.1

@@ -13,20 +13,9 @@
 set -u
 uroce=$1 tcp=$2
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIP: 'ip netns' is not available"; exit 77; fi
-if ! command -v nft >/dev/null; then echo "SKIP: nft (Debian package nftables) is not installed"; exit 77; fi
-uroce_require_setup "$uroce"
 
-dir=$(mktemp -d)
-a=uroce-cg$$-a b=uroce-cg$$-b m=uroce-cg$$-m
-cleanup() {
-  [ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-  for ns in "$a" "$b" "$m"; do ip netns del "$ns" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
+uroce_netns3_setup cg
+fail() {  # also the congestion point's counters
   echo "FAIL: $*"
   for f in "$dir"/*.log; do [ -e "$f" ] && { echo "== $f"; cat "$f"; }; done
   ip netns exec "$m" nft list table bridge congestion 2>/dev/null

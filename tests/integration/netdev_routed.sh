@@ -10,24 +10,9 @@ set -u
 uroce=$1 tcp=$2
 shift 3
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
-if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIP: 'ip netns' is not available"; exit 77; fi
-if ! command -v nft >/dev/null; then echo "SKIP: nft (Debian package nftables) is not installed"; exit 77; fi
-uroce_require_setup "$uroce"
 
-dir=$(mktemp -d)
-a=uroce-rt$$-a b=uroce-rt$$-b r=uroce-rt$$-r
-cleanup() {
-  [ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-  for ns in "$a" "$b" "$r"; do ip netns del "$ns" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$dir"/*.log; do [ -e "$f" ] && { echo "== $f"; cat "$f"; }; done
-  exit 1
-}
+uroce_netns3_setup rt
+r=$m  # the router
 setup() {
   ip netns add "$a" && ip netns add "$b" && ip netns add "$r" || return 1
   ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1 || return 1

@@ -136,3 +136,26 @@ uroce_kernel_udp() {
     $1 ~ /^(Udp6InDatagrams|Udp6NoPorts|Icmp6OutDestUnreachs)$/ { print $1 "=" $2 }' \
     /proc/net/snmp /proc/net/snmp6 | tr '\n' ' '
 }
+
+# The three-namespace tests of `uroce run --netdev` (a bridge or a router in the middle): skips (exit 77)
+# without root, ip netns or nft, then sets $dir, the namespace names $a, $b and $m (uroce-TAG<pid>-a/-b/-m), a
+# trap that kills $spid and deletes them, and fail(), which prints the logs in $dir. The caller creates them.
+uroce_netns3_setup() {
+  if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
+  if ! ip netns list >/dev/null 2>&1; then echo "SKIP: 'ip netns' is not available"; exit 77; fi
+  if ! command -v nft >/dev/null; then echo "SKIP: nft (Debian package nftables) is not installed"; exit 77; fi
+  uroce_require_setup "$uroce"
+  dir=$(mktemp -d)
+  a=uroce-$1$$-a b=uroce-$1$$-b m=uroce-$1$$-m
+  trap uroce_netns3_cleanup EXIT
+  fail() {
+    echo "FAIL: $*"
+    for f in "$dir"/*.log; do [ -e "$f" ] && { echo "== $f"; cat "$f"; }; done
+    exit 1
+  }
+}
+uroce_netns3_cleanup() {
+  [ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+  for ns in "$a" "$b" "$m"; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$dir"
+}
