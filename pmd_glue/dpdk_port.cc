@@ -6,10 +6,13 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_random.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <optional>
 #include <thread>
 
 #include "pmd_glue/dpdk_port.h"
@@ -31,7 +34,93 @@ inline PktBuf* attach(rte_mbuf* m, uint16_t len) {
   return b;
 }
 
+// Link drain: two memif ends of uroce (a process and uroced, or two processes) use it when one end closes.
+// A query carries a token; the other end answers with the same token once its rx_burst has taken the
+// query, and so every frame queued before it. Link-local (the destination 802.1 reserved for MAC
+// control, never forwarded), IEEE local experimental ether type 0x88B5 as the fabric's link credit frames
+// (subtype "FC"), subtypes "DQ" and "DA", padded to the 60-byte minimum.
+constexpr uint16_t kEtherTypeLocalExperimental = 0x88B5;
+constexpr uint16_t kDrainQuery = 0x4451;   // "DQ"
+constexpr uint16_t kDrainAnswer = 0x4441;  // "DA"
+constexpr uint16_t kLinkFrameLen = 60;
+constexpr uint8_t kLinkLocalDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+
+inline uint16_t be16_at(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// Spins on a flag that is only ever held for one rte_eth_tx_burst.
+class TxHold {
+ public:
+  explicit TxHold(std::atomic<bool>* f) : f_(f) {
+    while (f_->exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+  }
+  ~TxHold() { f_->store(false, std::memory_order_release); }
+  TxHold(const TxHold&) = delete;
+  TxHold& operator=(const TxHold&) = delete;
+
+ private:
+  std::atomic<bool>* f_;
+};
+
 }  // namespace
+
+bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) return false;
+  auto* f = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memset(f, 0, kLinkFrameLen);
+  std::memcpy(f, kLinkLocalDst, 6);
+  const wire::MacAddr src = mac();
+  std::memcpy(f + 6, src.data(), 6);
+  f[12] = kEtherTypeLocalExperimental >> 8;
+  f[13] = kEtherTypeLocalExperimental & 0xFF;
+  f[14] = static_cast<uint8_t>(subtype >> 8);
+  f[15] = static_cast<uint8_t>(subtype);
+  for (int i = 0; i < 4; ++i) f[16 + i] = static_cast<uint8_t>(token >> (24 - 8 * i));
+  m->data_len = m->pkt_len = kLinkFrameLen;
+  uint16_t k;
+  {
+    const TxHold hold(&tx_busy_);
+    k = rte_eth_tx_burst(port_id_, 0, &m, 1);
+  }
+  if (k == 0) rte_pktmbuf_free(m);  // ring full or link down: the querier asks again
+  return k == 1;
+}
+
+// A link drain frame (memif only): a query is answered, the answer to our own query noted. True when `m`
+// was one (and is freed).
+bool DpdkPort::take_link_frame(rte_mbuf* m) {
+  const auto* f = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (m->data_len < 20 || be16_at(f + 12) != kEtherTypeLocalExperimental) return false;
+  const uint16_t subtype = be16_at(f + 14);
+  if (subtype != kDrainQuery && subtype != kDrainAnswer) return false;
+  const uint32_t token = uint32_t{f[16]} << 24 | uint32_t{f[17]} << 16 | uint32_t{f[18]} << 8 | f[19];
+  rte_pktmbuf_free(m);
+  if (subtype == kDrainQuery) {
+    if (send_link_frame(kDrainAnswer, token)) drain_answers_sent_.fetch_add(1, std::memory_order_relaxed);
+  } else if (token == drain_token_ && token != 0) {
+    drain_answered_ = true;
+  }
+  return true;
+}
+
+void DpdkPort::drain_peer() {
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t until = rte_get_timer_cycles() + hz / 1000 * close_linger_ms_;
+  drain_token_ = static_cast<uint32_t>(rte_rand()) | 1;
+  drain_answered_ = false;
+  bool asked = false;  // the ring took the query (a full ring refuses it: asked again on the next round)
+  PktBuf* bufs[kBurst];
+  while (rte_get_timer_cycles() < until && link_up()) {
+    if (!asked) asked = send_link_frame(kDrainQuery, drain_token_);
+    // What the peer sends meanwhile is not for anyone any more; reading it also hands a memif server the
+    // buffers it transmits into (the answer among them).
+    const uint16_t n = rx_burst(bufs, kBurst);
+    if (n) free_burst(bufs, n);
+    if (drain_answered_) break;
+    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  drain_token_ = 0;
+}
 
 uint16_t DpdkPort::alloc_burst(PktBuf** bufs, uint16_t n) {
   rte_mbuf* ms[kBurst];
@@ -55,6 +144,8 @@ uint16_t DpdkPort::tx_burst(PktBuf** bufs, uint16_t n) {
   if (unlikely(!gate)) return 0;  // memif's control channel is being served: a busy ring for a moment
   rte_mbuf* ms[kBurst];
   uint16_t sent = 0;
+  std::optional<TxHold> hold;
+  if (is_memif_) hold.emplace(&tx_busy_);
   while (sent < n) {
     const uint16_t chunk = std::min<uint16_t>(n - sent, kBurst);
     for (uint16_t i = 0; i < chunk; ++i) {
@@ -99,6 +190,8 @@ uint16_t DpdkPort::rx_burst(PktBuf** bufs, uint16_t n) {
       rte_mbuf* m = ms[i];
       if (unlikely(m->nb_segs != 1)) {
         got += deliver_chain(m, &bufs[got]);
+      } else if (is_memif_ && unlikely(take_link_frame(m))) {
+        continue;
       } else if (unlikely(m->data_len > max_frame_)) {
         rx_oversize_.fetch_add(1, std::memory_order_relaxed);
         rte_pktmbuf_free(m);

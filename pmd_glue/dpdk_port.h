@@ -94,11 +94,16 @@ class DpdkPort final : public PacketIo {
   Stats stats() const;
 
   PortKind kind() const { return spec_.kind; }
-  // memif: on close, give the peer up to `ms` after our last transmission to read what we sent before we
-  // disconnect (a disconnect frees the shared region with whatever the peer has not read). 0 (the default):
-  // close at once. An endpoint that may exit right after its last frame (the provider) sets it; a switch,
-  // whose ports close because the peer is gone, does not.
+  // memif: on close, a port that has transmitted waits up to `ms` for the peer to have read everything it
+  // sent (a disconnect frees the shared region with whatever the peer has not read yet). It asks with a
+  // link drain query, which the peer's DpdkPort answers from its rx_burst once it has taken every frame
+  // before it (see "Link drain" in dpdk_port.cc); the wait ends with the answer, a link that went down, or
+  // the time. 0 (the default): close at once. An endpoint that may exit right after its last frame (the
+  // provider) sets it; a switch, whose ports close because the peer is gone, does not.
   void set_close_linger_ms(uint32_t ms) { close_linger_ms_ = ms; }
+  // Link drain queries this port answered, and drains of its own that ended with the answer.
+  uint64_t drain_answers_sent() const { return drain_answers_sent_.load(std::memory_order_relaxed); }
+  bool last_drain_answered() const { return drain_answered_; }
   const PortSpec& spec() const { return spec_; }
   uint16_t port_id() const { return port_id_; }
   const std::string& device_name() const { return dev_name_; }
@@ -116,6 +121,9 @@ class DpdkPort final : public PacketIo {
   bool start_with_retry(std::string* err);
   void teardown();
   uint16_t deliver_chain(struct rte_mbuf* m, PktBuf** out);
+  bool take_link_frame(struct rte_mbuf* m);
+  bool send_link_frame(uint16_t subtype, uint32_t token);
+  void drain_peer();
   void find_af_packet_socket(const std::vector<int>& fds_before);
 
   PortSpec spec_;
@@ -125,6 +133,12 @@ class DpdkPort final : public PacketIo {
   bool started_ = false;
   uint64_t last_tx_cycles_ = 0;  // rte_get_timer_cycles() when tx_burst last handed the PMD a frame
   uint32_t close_linger_ms_ = 0;
+  bool is_memif_ = false;
+  // memif: tx_burst and a drain answer sent from rx_burst may be on two threads; this orders them.
+  std::atomic<bool> tx_busy_{false};
+  uint32_t drain_token_ = 0;  // of the drain query this port waits on (0: none)
+  bool drain_answered_ = false;
+  std::atomic<uint64_t> drain_answers_sent_{0};
   bool server_socket_registered_ = false;  // memif server on a filesystem socket
   rte_mempool* pool_ = nullptr;
   rte_ring* ring_rx_ = nullptr;  // ring kind only; owned by the ring registry

@@ -212,7 +212,8 @@ bool DpdkPort::create_device(std::string* err) {
     server_socket_registered_ = true;
   }
   // memif's control channel runs on the interrupt thread, which must not unmap the rings under a burst.
-  if (spec_.kind == PortKind::kMemif) IntrGate::join(&gate_);
+  is_memif_ = spec_.kind == PortKind::kMemif;
+  if (is_memif_) IntrGate::join(&gate_);
   // DPDK 22.11's af_packet PMD fails every probe with EPERM, whatever the cause; a missing interface is the
   // common one and is named here.
   if ((spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp) &&
@@ -315,6 +316,7 @@ bool DpdkPort::start_with_retry(std::string* err) {
 
 DpdkPort::~DpdkPort() { teardown(); }
 
+
 void DpdkPort::teardown() {
   // After fork() only the parent may touch the device: stopping a memif port here would disconnect
   // the parent's link (see dpdk_eal.h).
@@ -324,14 +326,9 @@ void DpdkPort::teardown() {
   // memif: frames in our transmit ring are the peer's to read when it next runs, and once we disconnect its
   // PMD frees the shared region with whatever it has not read yet. A program that exits right after its last
   // message would lose the frames of that moment (its last ACK: the peer then retries into a QP that is gone
-  // and fails). So a port that transmitted within the last close_linger_ms_ gives the peer that long first.
-  if (started_ && spec_.kind == PortKind::kMemif && close_linger_ms_ && last_tx_cycles_) {
-    const uint64_t hz = rte_get_timer_hz();
-    const uint64_t linger = hz / 1000 * close_linger_ms_;
-    const uint64_t since = rte_get_timer_cycles() - last_tx_cycles_;
-    if (since < linger)
-      std::this_thread::sleep_for(std::chrono::microseconds((linger - since) * 1'000'000 / hz));
-  }
+  // and fails), and on a loaded host the peer may not run for tens of milliseconds. So a port that has
+  // transmitted asks the peer to confirm it has read everything (drain_peer).
+  if (started_ && is_memif_ && close_linger_ms_ && last_tx_cycles_) drain_peer();
   // Stop and close with the interrupt thread parked, so it is not in this device's callbacks meanwhile;
   // but not across settle_interrupt_thread(), which needs it.
   if (started_) {

@@ -103,8 +103,9 @@ Engine::Engine(const EngineConfig& cfg)
     auto p = glue::DpdkPort::open(cfg.port, &err);
     if (!p) throw std::runtime_error("UROCE_PORT=" + cfg.port + ": " + err);
     // A program may exit right after its last message: the ACK that frees its peer must still reach the peer
-    // (or the host switch) before the memif link goes down with it.
-    p->set_close_linger_ms(20);
+    // (or the host switch) before the memif link goes down with it. The port waits for the peer to confirm it
+    // has read everything, for up to a second when the peer is slow to run.
+    p->set_close_linger_ms(1000);
     dpdk_ = p.get();
     port_ = std::move(p);
   }

@@ -254,6 +254,12 @@ ssize_t channel_write(int fd, const void* buf, size_t len) {
   }
   Channel* ch = acquire(fd);
   if (ch == nullptr) {
+    // Closed by another thread between write()'s look at the fd and here: a late GET_EVENT (see
+    // wait_on_closed_channel), unless the fd was never a channel.
+    if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT && was_closed_channel(fd)) {
+      if (trace_on()) trace(RDMA_USER_CM_CMD_GET_EVENT, fd, -EBADF);
+      wait_on_closed_channel();
+    }
     errno = EBADF;
     return -1;
   }

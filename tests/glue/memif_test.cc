@@ -126,6 +126,52 @@ TEST(MemifPair, TxWhileDownKeepsBuffersWithCaller) {
   EXPECT_EQ(server->pool_available(), server->pool_size());
 }
 
+// A port that closes right after it transmitted (a program exiting after its last ACK) waits until the peer
+// has read what it sent, however late the peer runs (here: not at all until the close has waited 100 ms,
+// five times the fixed linger this replaced), then the peer gets every frame.
+TEST(MemifPair, AClosingPortWaitsUntilThePeerHasReadWhatItSent) {
+  TempDir dir;
+  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server->wait_link_up(seconds(3)));
+  ASSERT_TRUE(client->wait_link_up(seconds(3)));
+  client->set_close_linger_ms(5000);
+  constexpr uint16_t kFrames = 20;
+  PktBuf* bufs[kBurst];
+  ASSERT_EQ(client->alloc_burst(bufs, kFrames), kFrames);
+  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], server->mac(), client->mac(), 7, i, 200);
+  ASSERT_EQ(client->tx_burst(bufs, kFrames), kFrames);
+
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    client.reset();
+    closed = true;
+  });
+  const auto stalled_until = std::chrono::steady_clock::now() + milliseconds(100);
+  while (std::chrono::steady_clock::now() < stalled_until && !closed) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_FALSE(closed) << "the port closed before its peer had read anything";
+
+  uint16_t got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while ((got < kFrames || !closed) && std::chrono::steady_clock::now() < deadline) {
+    const uint16_t n = server->rx_burst(bufs, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      uint32_t tag = 0, seq = 0;
+      EXPECT_TRUE(test::is_test_frame(*bufs[i], &tag, &seq));
+      EXPECT_EQ(seq, got);
+      EXPECT_EQ(test::check_frame(*bufs[i], seq, 200), "");
+      ++got;
+    }
+    server->free_burst(bufs, n);
+    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  closer.join();
+  EXPECT_EQ(got, kFrames);
+  EXPECT_EQ(server->drain_answers_sent(), 1u) << "the peer was never asked, or asked more than once";
+  EXPECT_EQ(server->pool_available(), server->pool_size());
+}
+
 TEST(MemifPair, FramesLongerThanMaxFrameAreDroppedAndCounted) {
   TempDir dir;
   auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");

@@ -39,7 +39,9 @@ grep -q "^link uroce0/1 .*np_cnp_sent 0 .*sent_pkts 0 " "$dir/stat0.txt" || fail
 [ "$("$uroce" run -- cat $sysfs/hw_counters/np_cnp_sent)" = 0 ] || fail "np_cnp_sent is not 0 with no process"
 
 tcp=$((20000 + $$ % 20000))
-args=(ib_write_bw -d uroce0 -x 0 -F -D 8 -p $tcp)
+# The pair runs far longer than the checks take (their pace depends on the load the host carries); it is
+# stopped once they are done.
+args=(ib_write_bw -d uroce0 -x 0 -F -D 40 -p $tcp)
 "$uroce" run --port uroced -- "${args[@]}" >"$dir/srv.log" 2>&1 &
 spid=$!
 pids+=($spid)
@@ -48,6 +50,7 @@ wait_listen $tcp $spid || fail "the server never listened"
 cpid=$!  # `uroce run` execs: ib_write_bw's pid
 pids+=($cpid)
 uroce_wait_stat "$uroce" $spid cnp_sent 1 || fail "the server never sent a CNP"
+kill -0 $spid $cpid 2>/dev/null || fail "the ib_write_bw pair ended before the counters were read"
 
 # Sum of one counter over both processes' `uroce stats --json`: SECTION KEY.
 sum() {
@@ -88,6 +91,8 @@ print(f"rdma resource show qp: {s['lqpn']} <-> {c['lqpn']}")
 EOF
 "$uroce" run -- rdma -j resource show >"$dir/res.txt" 2>&1 || fail "rdma resource show failed"
 grep -q '"ifname":"uroce0","qp":2}' "$dir/res.txt" || fail "rdma resource show does not count the pair's 2 QPs"
-wait "${pids[@]}" || fail "the ib_write_bw pair failed"
+kill -0 $spid $cpid 2>/dev/null || fail "the ib_write_bw pair ended while the counters were read"
+kill $spid $cpid
+wait "${pids[@]}"
 pids=()
 echo "PASS: rdma link/dev/statistic and the sysfs counters show uroce0's live values"
