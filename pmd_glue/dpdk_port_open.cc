@@ -316,7 +316,6 @@ bool DpdkPort::start_with_retry(std::string* err) {
 
 DpdkPort::~DpdkPort() { teardown(); }
 
-
 void DpdkPort::teardown() {
   // After fork() only the parent may touch the device: stopping a memif port here would disconnect
   // the parent's link (see dpdk_eal.h).

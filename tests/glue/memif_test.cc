@@ -149,7 +149,8 @@ TEST(MemifPair, AClosingPortWaitsUntilThePeerHasReadWhatItSent) {
     closed = true;
   });
   const auto stalled_until = std::chrono::steady_clock::now() + milliseconds(100);
-  while (std::chrono::steady_clock::now() < stalled_until && !closed) std::this_thread::sleep_for(milliseconds(1));
+  while (std::chrono::steady_clock::now() < stalled_until && !closed)
+    std::this_thread::sleep_for(milliseconds(1));
   EXPECT_FALSE(closed) << "the port closed before its peer had read anything";
 
   uint16_t got = 0;
