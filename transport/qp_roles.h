@@ -50,6 +50,8 @@ struct Requester {
   uint32_t psn_hw = 0;         // one past the highest PSN ever transmitted (to count retransmissions)
   uint32_t rd_atomic_out = 0;  // READ/ATOMIC WQEs sent and not yet retired (completed in order)
   uint32_t pkts_since_ackreq = 0;
+  uint64_t last_ackreq_ns = 0;   // when a packet last asked for an ACK (or one left with none outstanding)
+  uint64_t tx_now_ns = 0;        // the clock as req_transmit() read it, for the packets it sends
   uint64_t rnr_until = 0;        // no transmission before this (RNR NAK back-off)
   int64_t credits = 0;           // end-to-end credits left; < 0 = no limit advertised
   uint32_t credit_msgs_out = 0;  // WQE-consuming messages sent and not acknowledged

@@ -185,6 +185,7 @@ void Qp::start_wqe(SendWqe& w) {
 uint32_t Qp::req_transmit(uint32_t budget) {
   uint32_t sent = 0;
   const uint64_t now = dev_->now();
+  req_.tx_now_ns = now;
   if (comp_.sr.active) {
     sent = req_sr_resend(budget, now);
     if (sr_resend_pending()) return sent;  // new packets wait for the re-sends
@@ -264,7 +265,6 @@ bool Qp::req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last_out) {
     h.bth.opcode = op::kRcAtomicWrite;
     h.reth = {w.remote_addr, w.rkey, 8};
     h.bth.ackreq = true;
-    req_.pkts_since_ackreq = 0;
     len = 8;
     sge = &atomic_write_value;
     num_sge = 1;
@@ -280,16 +280,25 @@ bool Qp::req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last_out) {
       h.bth.se = (w.flags & kSendSolicited) && (!is_write(w.opcode) || has_imm(w.opcode));
     }
     // A CC window about to fill asks for the ACK that reopens it (else the QP stalls until the retry timer).
-    h.bth.ackreq =
-        type() == QpType::kRc && (last || ++req_.pkts_since_ackreq >= params::kAckReqEvery ||
-                                  (cc_->window_bytes && req_.inflight_bytes + len >= cc_->window_bytes));
-    if (h.bth.ackreq) req_.pkts_since_ackreq = 0;
+    // So does a packet sent a quarter of the local ACK timeout after the last that asked (or after the first
+    // packet sent with nothing outstanding): a QP paced far down (DCQCN goes to 1 Mb/s, where a 64 KiB
+    // message takes half a second) would otherwise see no ACK within the timeout, go back to the message's
+    // start, and time out again until its retries run out.
+    if (comp_.una == req_.psn_hw) req_.last_ackreq_ns = req_.tx_now_ns;
+    h.bth.ackreq = type() == QpType::kRc &&
+                   (last || ++req_.pkts_since_ackreq >= params::kAckReqEvery ||
+                    (cc_->window_bytes && req_.inflight_bytes + len >= cc_->window_bytes) ||
+                    (attr_.timeout && req_.tx_now_ns - req_.last_ackreq_ns >= (1024ull << attr_.timeout)));
   }
 
   h.xrc_srqn = w.xrc_srqn;  // XRC opcodes carry it (emit() turns RC opcodes into XRC ones)
   if (sr_) {
     h.bth.resv7 = kBthResv7SelectiveRepeat;  // tells the responder that this requester reads SR NAKs
     if (sr_resend) h.bth.ackreq = true;      // the ACK (or next NAK) that shows the gap filled comes at once
+  }
+  if (h.bth.ackreq) {
+    req_.pkts_since_ackreq = 0;
+    req_.last_ackreq_ns = req_.tx_now_ns;
   }
   if (!emit(h, sge, num_sge, offset, len, true)) return false;
   *last_out = last;

@@ -119,6 +119,55 @@ TEST(Requester, WriteCarriesRethOnTheFirstPacketOnly) {
   EXPECT_EQ(f[2].payload, env.bytes(2048, 452));
 }
 
+// A QP paced far below its message size per ACK timeout (DCQCN's 1 Mb/s floor: a 1024-byte packet every
+// 8.7 ms, a 16-packet message in 139 ms) asks for an ACK at least every quarter of the local ACK timeout
+// (16.8 ms at timeout 14). A peer that answers what is asked then keeps the 67 ms timer from firing; asking
+// only on a message's last packet, the requester would time out, go back to the message's start and never
+// finish it. The first packet, sent with nothing outstanding, starts that clock; at full speed only the last
+// packet asks.
+TEST(Requester, APacedQpAsksForAnAckAtLeastEveryQuarterAckTimeout) {
+  ProtoEnv env;
+  env.unlimited_credits();
+  env.fill(0, 16 * 1024, 5);
+  env.qp->cc()->rate_bps = 1'000'000;
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 16 * 1024, 1, 0xABCD0000, 0x4242), 0);
+  std::vector<Emitted> f;
+  std::vector<Wc> wc;
+  for (int i = 0; i < 200 && wc.empty(); ++i) {
+    for (Emitted& e : i == 0 ? env.run() : env.next()) {
+      if (e.h.bth.ackreq) env.inject_ack(e.psn());  // the peer answers at once
+      f.push_back(std::move(e));
+    }
+    wc = env.poll();
+  }
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  ASSERT_EQ(f.size(), 16u) << "nothing sent twice";
+  EXPECT_EQ(env.dev->counters().n[static_cast<size_t>(Counter::kTimeouts)], 0u);
+  const uint64_t quarter = 1024ull << env.opt.timeout;
+  // The clock starts with the first packet sent while nothing is outstanding: the first of all, and the one
+  // after each answered ask. A packet asks exactly when a quarter of the timeout has passed since.
+  uint64_t start = f[0].time_ns;
+  int asks = 0;
+  for (size_t i = 0; i + 1 < f.size(); ++i) {
+    EXPECT_EQ(f[i].psn(), env.opt.sq_psn + i);
+    EXPECT_EQ(f[i].h.bth.ackreq, f[i].time_ns - start >= quarter) << "packet " << i;
+    if (f[i].h.bth.ackreq) {
+      ++asks;
+      start = f[i + 1].time_ns;
+    }
+  }
+  EXPECT_TRUE(f[15].h.bth.ackreq);
+  EXPECT_GE(asks, 5) << "16 packets 8.7 ms apart: every third asks";
+
+  env.qp->cc()->rate_bps = 0;
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 16 * 1024, 2, 0xABCD0000, 0x4242), 0);
+  f = env.run();
+  ASSERT_EQ(f.size(), 16u);
+  for (size_t i = 0; i < 15; ++i) EXPECT_FALSE(f[i].h.bth.ackreq) << "packet " << i;
+  EXPECT_TRUE(f[15].h.bth.ackreq);
+}
+
 TEST(Requester, WriteWithImmediateOpcodes) {
   ProtoEnv env;
   env.unlimited_credits();  // WRITE with immediate consumes a receive WQE: two need credits
