@@ -77,10 +77,11 @@ bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
   f[15] = static_cast<uint8_t>(subtype);
   for (int i = 0; i < 4; ++i) f[16 + i] = static_cast<uint8_t>(token >> (24 - 8 * i));
   m->data_len = m->pkt_len = kLinkFrameLen;
-  uint16_t k;
+  uint16_t k = 0;
   {
+    const IntrGateBurst gate(&gate_);  // already held when called from rx_burst: entering again is fine
     const TxHold hold(&tx_busy_);
-    k = rte_eth_tx_burst(port_id_, 0, &m, 1);
+    if (gate) k = rte_eth_tx_burst(port_id_, 0, &m, 1);
   }
   if (k == 0) rte_pktmbuf_free(m);  // ring full or link down: the querier asks again
   return k == 1;
