@@ -40,8 +40,10 @@ grep -q "^link uroce0/1 .*np_cnp_sent 0 .*sent_pkts 0 " "$dir/stat0.txt" || fail
 
 tcp=$((20000 + $$ % 20000))
 # The pair runs far longer than the checks take (their pace depends on the load the host carries); it is
-# stopped once they are done.
-args=(ib_write_bw -d uroce0 -x 0 -F -D 40 -p $tcp)
+# stopped once they are done. 16 messages in flight (1 MiB, 8 ms at the port's 1 Gb/s): perftest's default
+# 128 (8 MiB) queue for as long as the QPs' 67 ms ACK timeout, and on a loaded host the requester times out
+# and goes back again and again.
+args=(ib_write_bw -d uroce0 -x 0 -F -D 40 -t 16 -p $tcp)
 "$uroce" run --port uroced -- "${args[@]}" >"$dir/srv.log" 2>&1 &
 spid=$!
 pids+=($spid)
