@@ -7,7 +7,8 @@
 #   TCP loopback   sockperf ping-pong, 14-byte messages (one-way latency, as sockperf reports it);
 #   uroce direct   ib_write_bw -s 65536, ib_read_bw -s 65536, ib_send_bw -s 64 (message rate), ib_write_lat
 #                  -s 2, ib_send_lat -s 2 under `uroce run`, each side its own process with its own device,
-#                  joined by a memif pair (as tests/integration/memif_pair.sh);
+#                  joined by a memif pair (as tests/integration/memif_pair.sh); ib_write_bw -s 65536 over 1, 8
+#                  and 64 QPs (-q) and both ways at once (-b), one run each, set beside the 1-QP figure;
 #   uroce switch   ib_write_bw -s 65536 with both sides on the host switch (`uroce run --port uroced`, as
 #                  tests/uroced/uroced_pair.sh);
 #   idle           an ibv_rc_pingpong server on a memif port that no client joins: utime+stime over 10 s.
@@ -137,6 +138,16 @@ for r in $(seq "$reps"); do
     echo "$line" | awk '{print $8}' >>"$dir/${t:0:1}l99"
   done
 done
+# Scaling with the number of QPs (perftest -q spreads the same 64 KiB writes over N QPs of one process
+# pair) and both directions at once (-b: the figure is the sum of the two), one run each.
+for q in 1 8 64; do
+  line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 2 -q $q --report_gbits)
+  echo "ib_write_bw  64 KiB $q QPs: $line"
+  echo "$line" | awk '{print $4}' >"$dir/q$q"
+done
+line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 2 -b --report_gbits)
+echo "ib_write_bw  64 KiB bidirectional: $line"
+echo "$line" | awk '{print $4}' >"$dir/bidir"
 bw=$(median <"$dir/bw")
 ubw=$(median <"$dir/ubw")
 rbw=$(median <"$dir/rbw")
@@ -175,6 +186,10 @@ row "3 ib_write_lat 2 B median vs ib_send_lat median" "$wl" "$sl" "$r" "<= 2: $(
 row "3 ib_write_lat 2 B p99 us" "$wl99" "" "" "< 100: $(verdict "$wl99 < 100")"
 row "5 idle device, % of a core over 10 s" "$idle" "" "" "< 2: $(verdict "$idle < 2")"
 row "ib_read_bw 64 KiB Gb/s vs raw memif 4K" "$rbw" "$memif_gbps" "$(ratio "$rbw" "$memif_gbps")" "(no target)"
+q1=$(cat "$dir/q1") q8=$(cat "$dir/q8") q64=$(cat "$dir/q64") bidir=$(cat "$dir/bidir")
+row "ib_write_bw 64 KiB Gb/s, 8 QPs vs 1 QP" "$q8" "$q1" "$(ratio "$q8" "$q1")" "(no target)"
+row "ib_write_bw 64 KiB Gb/s, 64 QPs vs 1 QP" "$q64" "$q1" "$(ratio "$q64" "$q1")" "(no target)"
+row "ib_write_bw 64 KiB Gb/s, both ways vs one way" "$bidir" "$q1" "$(ratio "$bidir" "$q1")" "(no target)"
 for t in write send; do
   med=$([ $t = write ] && echo "$wl" || echo "$sl")
   p99=$([ $t = write ] && echo "$wl99" || echo "$sl99")
