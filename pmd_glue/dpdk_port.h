@@ -101,9 +101,8 @@ class DpdkPort final : public PacketIo {
   // the time. 0 (the default): close at once. An endpoint that may exit right after its last frame (the
   // provider) sets it; a switch, whose ports close because the peer is gone, does not.
   void set_close_linger_ms(uint32_t ms) { close_linger_ms_ = ms; }
-  // Link drain queries this port answered, and drains of its own that ended with the answer.
+  // Link drain queries this port answered.
   uint64_t drain_answers_sent() const { return drain_answers_sent_.load(std::memory_order_relaxed); }
-  bool last_drain_answered() const { return drain_answered_; }
   const PortSpec& spec() const { return spec_; }
   uint16_t port_id() const { return port_id_; }
   const std::string& device_name() const { return dev_name_; }
