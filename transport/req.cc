@@ -265,6 +265,7 @@ bool Qp::req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last_out) {
     h.bth.opcode = op::kRcAtomicWrite;
     h.reth = {w.remote_addr, w.rkey, 8};
     h.bth.ackreq = true;
+    req_.pkts_since_ackreq = 0;
     len = 8;
     sge = &atomic_write_value;
     num_sge = 1;
@@ -289,16 +290,16 @@ bool Qp::req_emit(SendWqe& w, uint32_t k, bool sr_resend, bool* last_out) {
                    (last || ++req_.pkts_since_ackreq >= params::kAckReqEvery ||
                     (cc_->window_bytes && req_.inflight_bytes + len >= cc_->window_bytes) ||
                     (attr_.timeout && req_.tx_now_ns - req_.last_ackreq_ns >= (1024ull << attr_.timeout)));
+    if (h.bth.ackreq) {
+      req_.pkts_since_ackreq = 0;
+      req_.last_ackreq_ns = req_.tx_now_ns;
+    }
   }
 
   h.xrc_srqn = w.xrc_srqn;  // XRC opcodes carry it (emit() turns RC opcodes into XRC ones)
   if (sr_) {
     h.bth.resv7 = kBthResv7SelectiveRepeat;  // tells the responder that this requester reads SR NAKs
     if (sr_resend) h.bth.ackreq = true;      // the ACK (or next NAK) that shows the gap filled comes at once
-  }
-  if (h.bth.ackreq) {
-    req_.pkts_since_ackreq = 0;
-    req_.last_ackreq_ns = req_.tx_now_ns;
   }
   if (!emit(h, sge, num_sge, offset, len, true)) return false;
   *last_out = last;
