@@ -44,6 +44,14 @@ std::unique_ptr<DpdkPort> open_or_fail(const std::string& spec) {
   return p;
 }
 
+// A memif server and client on dir's m.sock, true once both links are up.
+bool open_linked_pair(const TempDir& dir, std::unique_ptr<DpdkPort>* server,
+                      std::unique_ptr<DpdkPort>* client) {
+  *server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  *client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  return *server && *client && (*server)->wait_link_up(seconds(3)) && (*client)->wait_link_up(seconds(3));
+}
+
 std::vector<uint16_t> every_size_a_few_times(uint16_t max) {
   std::vector<uint16_t> lens;
   for (int rep = 0; rep < 8; ++rep)
@@ -82,11 +90,8 @@ void expect_pools_full(const DpdkPort& a, const DpdkPort& b) {
 
 TEST(MemifPair, EverySizeBothWaysNoLeak) {
   TempDir dir;
-  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
-  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
-  ASSERT_TRUE(server && client);
-  ASSERT_TRUE(server->wait_link_up(seconds(3)));
-  ASSERT_TRUE(client->wait_link_up(seconds(3)));
+  std::unique_ptr<DpdkPort> server, client;
+  ASSERT_TRUE(open_linked_pair(dir, &server, &client));
   EXPECT_EQ(server->max_frame(), kMaxFrame);
   EXPECT_NE(server->mac(), client->mac());
   EXPECT_EQ(server->mac()[0] & 3, 2) << "a locally administered unicast MAC";
@@ -131,11 +136,8 @@ TEST(MemifPair, TxWhileDownKeepsBuffersWithCaller) {
 // five times the fixed linger this replaced), then the peer gets every frame.
 TEST(MemifPair, AClosingPortWaitsUntilThePeerHasReadWhatItSent) {
   TempDir dir;
-  auto server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
-  auto client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
-  ASSERT_TRUE(server && client);
-  ASSERT_TRUE(server->wait_link_up(seconds(3)));
-  ASSERT_TRUE(client->wait_link_up(seconds(3)));
+  std::unique_ptr<DpdkPort> server, client;
+  ASSERT_TRUE(open_linked_pair(dir, &server, &client));
   client->set_close_linger_ms(5000);
   constexpr uint16_t kFrames = 20;
   PktBuf* bufs[kBurst];
