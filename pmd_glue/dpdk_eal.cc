@@ -95,7 +95,7 @@ EalConfig Eal::default_config(std::string* err) {
   cfg.pid = static_cast<int>(getpid());
   // A bad value is refused naming the variable (runtime/env_vars.h), never replaced by a default.
   std::string bad;
-  for (const char* name : {"UROCE_HUGEPAGES", "UROCE_DPDK_LOG"})
+  for (const char* name : {"UROCE_HUGEPAGES", "UROCE_DPDK_LOG", "UROCE_MEMIF_BELL"})
     if (const char* v = env(name); v != nullptr && bad.empty())
       bad = runtime::check_env_value(*runtime::find_env_var(name), v);
   uint64_t mem_mb = cfg.mem_mb;

@@ -82,6 +82,7 @@ bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
     const IntrGateBurst gate(&gate_);  // already held when called from rx_burst: entering again is fine
     const TxHold hold(&tx_busy_);
     if (gate) k = rte_eth_tx_burst(port_id_, 0, &m, 1);
+    if (k && bell_) bell_->ring_if_armed();
   }
   if (k == 0) rte_pktmbuf_free(m);  // ring full or link down: the querier asks again
   return k == 1;
@@ -163,6 +164,7 @@ uint16_t DpdkPort::tx_burst(PktBuf** bufs, uint16_t n) {
     sent += k;
     if (k < chunk) break;  // ring full or link down: the rest stay with the caller
   }
+  if (sent && bell_) bell_->ring_if_armed();  // a peer asleep on its bell wakes for these frames
   return sent;
 }
 
@@ -230,13 +232,20 @@ bool DpdkPort::wait_link_up(std::chrono::milliseconds timeout) const {
 }
 
 bool DpdkPort::enable_rx_interrupt() {
+  if (bell_) {
+    bell_->arm();
+    return true;
+  }
   if (rx_event_fd_ < 0) return false;
   const int rc = rte_eth_dev_rx_intr_enable(port_id_, 0);
   return rc == 0 || rc == -ENOTSUP;  // tap: the fd is the queue's own fd, always "armed"
 }
 
 void DpdkPort::disable_rx_interrupt() {
-  if (rx_event_fd_ >= 0) rte_eth_dev_rx_intr_disable(port_id_, 0);
+  if (bell_)
+    bell_->disarm();
+  else if (rx_event_fd_ >= 0)
+    rte_eth_dev_rx_intr_disable(port_id_, 0);
 }
 
 DpdkPort::Stats DpdkPort::stats() const {
@@ -265,6 +274,7 @@ DpdkPort::Stats DpdkPort::stats() const {
   s.rx_oversize = rx_oversize_.load(std::memory_order_relaxed);
   s.rx_linearised = rx_linearised_.load(std::memory_order_relaxed);
   s.rx_chain_drop = rx_chain_drop_.load(std::memory_order_relaxed);
+  s.bell_rings = bell_ ? bell_->rings() : 0;
   return s;
 }
 

@@ -34,6 +34,7 @@
 
 #include "pmd_glue/dpdk_spec.h"
 #include "pmd_glue/intr_gate.h"
+#include "pmd_glue/memif_bell.h"
 #include "transport/packet_io.h"
 #include "transport/wire/headers.h"
 
@@ -73,11 +74,15 @@ class DpdkPort final : public PacketIo {
   bool link_up() const;
   bool wait_link_up(std::chrono::milliseconds timeout) const;
 
-  // Rx interrupts, for a progress thread that sleeps. rx_event_fd() is -1 when the PMD has none (in DPDK
-  // 22.11 only tap has one; memif, af_packet and ring do not). Protocol: enable_rx_interrupt(), poll once
-  // more (a frame may have arrived before arming), sleep until the fd is readable, disable_rx_interrupt(),
-  // then poll. Wait for readability only: never read() the fd (for tap it is the queue's data fd).
+  // Rx interrupts, for a progress thread that sleeps. rx_event_fd() is -1 when the port has none (in DPDK
+  // 22.11 only tap's PMD has one; af_packet and ring have none). A memif port has uroce's own bell instead
+  // (memif_bell.h) when its files could be opened: rx_interrupt_is_hint() then says that a peer without a
+  // bell sends frames without waking us, so a sleeper should still nap. Protocol: enable_rx_interrupt(),
+  // poll once more (a frame may have arrived before arming), sleep until the fd is readable,
+  // disable_rx_interrupt(), then poll. Wait for readability only: never read() the fd (for tap it is the
+  // queue's data fd).
   int rx_event_fd() const { return rx_event_fd_; }
+  bool rx_interrupt_is_hint() const { return bell_ != nullptr; }
   bool enable_rx_interrupt();
   void disable_rx_interrupt();
 
@@ -90,6 +95,7 @@ class DpdkPort final : public PacketIo {
     uint64_t rx_oversize = 0;      // dropped here: longer than max_frame()
     uint64_t rx_linearised = 0;    // chained frames copied into one buffer
     uint64_t rx_chain_drop = 0;    // chained frames that did not fit one buffer
+    uint64_t bell_rings = 0;       // memif: times we woke a sleeping peer through its bell
   };
   Stats stats() const;
 
@@ -123,6 +129,7 @@ class DpdkPort final : public PacketIo {
   bool take_link_frame(struct rte_mbuf* m);
   bool send_link_frame(uint16_t subtype, uint32_t token);
   void drain_peer();
+  void open_bell();
   void find_af_packet_socket(const std::vector<int>& fds_before);
 
   PortSpec spec_;
@@ -145,6 +152,7 @@ class DpdkPort final : public PacketIo {
   pid_t owner_pid_ = 0;  // a forked child must not tear down the parent's device
   uint16_t max_frame_ = kMaxFrame;
   int rx_event_fd_ = -1;
+  std::unique_ptr<MemifBell> bell_;  // memif, when its files could be opened
   // af_packet: the PMD's own packet socket (found by find_af_packet_socket), read for PACKET_STATISTICS
   // only, and only while the device exists; -1 when not found.
   int afp_socket_ = -1;

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -29,6 +30,7 @@
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/dpdk_ring_pair.h"
 #include "pmd_glue/intr_gate.h"
+#include "runtime/env_vars.h"
 
 namespace uroce::glue {
 
@@ -282,14 +284,30 @@ bool DpdkPort::configure_and_start(std::string* err) {
       rte_eth_promiscuous_enable(port_id_);
   }
 
+  if (is_memif_ && spec_.server) open_bell();
   if (!start_with_retry(err)) return false;
 
   if (want_rx_intr) {
     const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id_, 0);
     rx_event_fd_ = fd >= 0 ? fd : -1;
   }
+  if (is_memif_ && !spec_.server) open_bell();  // the server's files exist once it accepts clients
   wait_link_up(std::chrono::milliseconds(spec_.effective_wait_ms()));
   return true;
+}
+
+// memif's bell (memif_bell.h), unless UROCE_MEMIF_BELL=0. Without one the port works as before: a sleeping
+// progress thread finds frames at the end of its nap.
+void DpdkPort::open_bell() {
+  if (!runtime::env_flag("UROCE_MEMIF_BELL", true)) return;
+  std::string why;
+  bell_ = MemifBell::open(spec_.socket, spec_.id, spec_.server, &why);
+  if (bell_) {
+    rx_event_fd_ = bell_->fd();
+  } else if (spec_.server || errno != ENOENT) {  // a client of a server without a bell is not news
+    std::fprintf(stderr, "uroce: %s: %s; this end is not woken by frames, it looks for them after naps\n",
+                 spec_.text.c_str(), why.c_str());
+  }
 }
 
 // A memif client's start connects to the server's socket and fails while there is none; retry for the
@@ -349,6 +367,9 @@ void DpdkPort::teardown() {
     have_port_ = false;
   }
   IntrGate::leave(&gate_);
+  if (bell_ && spec_.server) bell_->remove_files();
+  bell_.reset();
+  if (is_memif_) rx_event_fd_ = -1;
   if (server_socket_registered_) {
     std::lock_guard lock(g_sockets_mu);
     g_server_sockets.erase(g_server_sockets.find(spec_.socket));

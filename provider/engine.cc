@@ -181,6 +181,7 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"rx_nombuf", s.rx_nombuf},
             {"rx_oversize", s.rx_oversize},
             {"rx_chain_drop", s.rx_chain_drop},
+            {"bell_rings", s.bell_rings},  // memif: the peer was asleep on its bell and we woke it
             {"link_up", dpdk_->link_up() ? 1u : 0u},
             // The MAC's flow control: pause frames received, frames a pause or missing credit held, time
             // paused with frames waiting, link credit updates.
@@ -290,8 +291,10 @@ void Engine::run() {
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
-  const bool blind = dpdk_ && rx_fd < 0;  // frames arrive without waking us: look again after a nap
-  uint64_t looked = 0;                    // when this thread last checked on the application
+  // Frames may arrive without waking us (no rx interrupt, or memif's bell, which a peer that has none does
+  // not ring): look again after a nap.
+  const bool blind = dpdk_ && (rx_fd < 0 || dpdk_->rx_interrupt_is_hint());
+  uint64_t looked = 0;  // when this thread last checked on the application
   while (!stop_.load(std::memory_order_relaxed)) {
     uint64_t now = clock_.now_ns();
     const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
@@ -327,6 +330,13 @@ void Engine::run() {
         sleep_ns = deadline == kNever ? Sleeper::kForever : deadline - now;
       }
       if (rx_fd >= 0) armed = dpdk_->enable_rx_interrupt();
+      // A frame that came after the pass and before arming woke nobody: one more pass finds it.
+      if (armed && pass_locked()) {
+        dpdk_->disable_rx_interrupt();
+        last_work = clock_.now_ns();
+        nap = kMinNapNs;
+        continue;
+      }
       // Published under the lock: a verb that leaves earlier work behind sees it and rings the doorbell.
       sleeping_until_.store(sleep_ns == Sleeper::kForever ? kNever : now + sleep_ns,
                             std::memory_order_relaxed);

@@ -16,8 +16,9 @@
 //            doubling to 1 ms (20 ms after a second of idleness). req_notify_cq rings it at once: the
 //            application is about to block.
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
-// Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt where the
-// PMD has one (not memif in DPDK 22.11, hence the naps), and the next deadline. An idle context costs ~0%.
+// Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt (tap's,
+// or on memif the bell the peer rings when it transmits to a sleeper, pmd_glue/memif_bell.h), and the next
+// deadline. The naps stay on memif, for a peer without a bell. An idle context costs ~0%.
 // The thread, and DPDK's interrupt thread on a memif port, ask for a short EEVDF slice so that they preempt
 // spinning pollers when they wake (UROCE_ENGINE_SCHED, pmd_glue/thread_sched.h, docs/latency.md).
 #pragma once

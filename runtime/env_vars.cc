@@ -36,6 +36,9 @@ constexpr EnvVar kVars[] = {
    "1|2|3|4|5|6|7|8|emergency|alert|critical|error|warning|notice|info|debug", 0, 0,
    "(unset: DPDK's messages go to the uroce log filter)", "pmd_glue",
    "EAL --log-level, and DPDK's own log lines pass unfiltered to stderr"},
+  {"UROCE_MEMIF_BELL", kFlag, "0|1", 0, 0, "1", "pmd_glue",
+   "0: memif ports open no bell, so a sleeping end wakes for frames only at the end of its nap "
+   "(pmd_glue/memif_bell.h)"},
   {"UROCE_DPDK_EAL_ARGS", kText, "words", 0, 0, "(none)", "pmd_glue",
    "extra EAL arguments, split at spaces, appended to uroce's"},
   {"UROCE_STATS_ON_EXIT", kFlag, "0|1", 0, 0, "0", "provider",

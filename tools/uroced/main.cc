@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   }
   // The variables uroced reads (runtime/env_vars.h): a bad value is refused here, naming it.
   for (const char* name :
-       {"UROCED_YIELD", "UROCED_SPIN_US", "UROCE_DPDK_MEM_MB", "UROCE_HUGEPAGES", "UROCE_DPDK_LOG"}) {
+       {"UROCED_YIELD", "UROCED_SPIN_US", "UROCE_DPDK_MEM_MB", "UROCE_HUGEPAGES", "UROCE_DPDK_LOG",
+        "UROCE_MEMIF_BELL"}) {
     const char* v = std::getenv(name);
     if (const std::string bad = uroce::tools::check_env_var(name, v ? v : ""); !bad.empty()) {
       std::fprintf(stderr, "uroced: %s\n", bad.c_str());
