@@ -9,6 +9,7 @@
 #                  -s 2, ib_send_lat -s 2 under `uroce run`, each side its own process with its own device,
 #                  joined by a memif pair (as tests/integration/memif_pair.sh); ib_write_bw -s 65536 over 1, 8
 #                  and 64 QPs (-q) and both ways at once (-b), one run each, set beside the 1-QP figure;
+#                  ib_write_lat once more with UROCE_ENGINE_SCHED=boost, set beside the default's;
 #   uroce switch   ib_write_bw -s 65536 with both sides on the host switch (`uroce run --port uroced`, as
 #                  tests/uroced/uroced_pair.sh);
 #   idle           an ibv_rc_pingpong server on a memif port that no client joins: utime+stime over 10 s.
@@ -148,6 +149,12 @@ done
 line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 2 -b --report_gbits)
 echo "ib_write_bw  64 KiB bidirectional: $line"
 echo "$line" | awk '{print $4}' >"$dir/bidir"
+# ib_write_lat once more with the progress threads at nice -10 as well as the short slice
+# (UROCE_ENGINE_SCHED=boost; it needs CAP_SYS_NICE, else it is the default again; docs/latency.md).
+line=$(UROCE_ENGINE_SCHED=boost pair ib_write_lat -d uroce0 -x 0 -F -s 2 -n 10000)
+echo "ib_write_lat 2 B    boost: $line"
+wlb=$(echo "$line" | awk '{print $5}')
+wlb99=$(echo "$line" | awk '{print $8}')
 bw=$(median <"$dir/bw")
 ubw=$(median <"$dir/ubw")
 rbw=$(median <"$dir/rbw")
@@ -196,6 +203,8 @@ for t in write send; do
   row "ib_${t}_lat 2 B p99 vs raw memif one-way p99" "$p99" "$memif_ow99" "$(ratio "$p99" "$memif_ow99")" "(no target)"
   row "ib_${t}_lat 2 B median vs TCP loopback" "$med" "$tcp_med" "$(ratio "$med" "$tcp_med")" "(no target)"
 done
+row "ib_write_lat 2 B median, UROCE_ENGINE_SCHED=boost" "$wlb" "$wl" "$(ratio "$wlb" "$wl")" "(no target; vs default)"
+row "ib_write_lat 2 B p99, UROCE_ENGINE_SCHED=boost" "$wlb99" "$wl99" "$(ratio "$wlb99" "$wl99")" "(no target; vs default)"
 echo
 echo "summary: ib_write_bw ${bw} Gb/s direct = $(ratio "$bw" "$memif_gbps")x raw memif 4K (${memif_gbps} Gb/s)," \
   "${ubw} Gb/s via uroced = $(ratio "$ubw" "$bw")x direct; ib_send_bw 64 B ${sbw} Mmsg/s =" \

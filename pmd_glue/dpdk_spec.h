@@ -27,6 +27,8 @@
 // name that any uid can connect to), a socket "@name" is refused, and the sockets uroce makes itself live
 // in the per-user 0700 runtime directory (runtime/runtime_dir.h): uroced's ports in uroced-ports/. A PATH
 // given by hand should be in a directory only its user can enter, such as that one or $XDG_RUNTIME_DIR.
+// The link's bell files (PATH.bell<ID>*, memif_bell.h) sit in the same directory, made 0600 by the server;
+// whoever could reach them could only wake a progress thread early.
 #pragma once
 
 #include <cstdint>

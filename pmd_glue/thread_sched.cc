@@ -28,11 +28,22 @@ static_assert(sizeof(SchedAttr) == 56, "SCHED_ATTR_SIZE_VER1");
 
 }  // namespace
 
-const char* thread_sched_name(ThreadSched s) { return s == ThreadSched::kSlice ? "slice" : "none"; }
+const char* thread_sched_name(ThreadSched s) {
+  switch (s) {
+    case ThreadSched::kSlice:
+      return "slice";
+    case ThreadSched::kBoost:
+      return "boost";
+    case ThreadSched::kNone:
+      break;
+  }
+  return "none";
+}
 
 ThreadSched thread_sched_from_env() {
-  const char* v = std::getenv("UROCE_ENGINE_SCHED");
-  return v && std::string_view(v) == "none" ? ThreadSched::kNone : ThreadSched::kSlice;
+  const std::string_view v = std::getenv("UROCE_ENGINE_SCHED") ? std::getenv("UROCE_ENGINE_SCHED") : "";
+  if (v == "none") return ThreadSched::kNone;
+  return v == "boost" ? ThreadSched::kBoost : ThreadSched::kSlice;
 }
 
 ThreadSched apply_thread_sched(ThreadSched want) {
@@ -49,15 +60,23 @@ ThreadSched apply_thread_sched(ThreadSched want) {
   if (cur.sched_policy != SCHED_OTHER) return ThreadSched::kNone;
   a.sched_nice = cur.sched_nice;
   a.sched_runtime = kThreadSliceNs;
-  return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? ThreadSched::kSlice : ThreadSched::kNone;
+  if (want == ThreadSched::kBoost && cur.sched_nice > kBoostNice) {
+    SchedAttr boosted = a;
+    boosted.sched_nice = kBoostNice;
+    if (syscall(SYS_sched_setattr, 0, &boosted, 0) == 0) return ThreadSched::kBoost;
+    // EPERM without CAP_SYS_NICE: the slice alone.
+  }
+  if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) return ThreadSched::kNone;
+  return want == ThreadSched::kBoost && cur.sched_nice <= kBoostNice ? ThreadSched::kBoost
+                                                                     : ThreadSched::kSlice;
 }
 
 ThreadSched current_thread_sched() {
   SchedAttr a;
   std::memset(&a, 0, sizeof(a));
   if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0) return ThreadSched::kNone;
-  return a.sched_policy == SCHED_OTHER && a.sched_runtime == kThreadSliceNs ? ThreadSched::kSlice
-                                                                            : ThreadSched::kNone;
+  if (a.sched_policy != SCHED_OTHER || a.sched_runtime != kThreadSliceNs) return ThreadSched::kNone;
+  return a.sched_nice <= kBoostNice ? ThreadSched::kBoost : ThreadSched::kSlice;
 }
 
 }  // namespace uroce::glue

@@ -286,7 +286,12 @@ void Engine::run() {
   sleeper_ = std::make_unique<Sleeper>(wake_fd_);
   // Scheduling for the threads a frame waits for: this one and, on a gated (memif) port, DPDK's interrupt
   // thread (pmd_glue/thread_sched.h, docs/latency.md).
-  glue::apply_thread_sched(sched_want_);
+  if (glue::apply_thread_sched(sched_want_) == glue::ThreadSched::kSlice &&
+      sched_want_ == glue::ThreadSched::kBoost)
+    std::fprintf(stderr,
+                 "uroce: UROCE_ENGINE_SCHED=boost: nice %d refused (it needs CAP_SYS_NICE or an RLIMIT_NICE "
+                 "that allows it); the progress thread has the short slice only\n",
+                 glue::kBoostNice);
   if (dpdk_) glue::IntrGate::set_thread_sched(sched_want_);
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;

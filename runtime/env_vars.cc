@@ -47,9 +47,11 @@ constexpr EnvVar kVars[] = {
    "0: no control socket (uroce stats and uroce capture cannot reach the process)"},
   {"UROCE_POLL_YIELD", kFlag, "0|1", 0, 0, "0 (1 under uroce run through uroced)", "provider",
    "1: a CQ poller that has found nothing for 8 us yields its core"},
-  {"UROCE_ENGINE_SCHED", kChoice, "slice|none", 0, 0, "slice", "provider",
+  {"UROCE_ENGINE_SCHED", kChoice, "slice|boost|none", 0, 0, "slice", "provider",
    "slice: the progress thread and DPDK's interrupt thread ask for a 100 us EEVDF slice, so that they "
-   "preempt spinning pollers when they wake (docs/latency.md); none: they keep the opener's scheduling"},
+   "preempt spinning pollers when they wake (docs/latency.md); boost: that and nice -10 (needs "
+   "CAP_SYS_NICE, else slice), so that they preempt at once even after spinning; none: they keep the "
+   "opener's scheduling"},
   {"UROCE_ENGINE_SPIN_US", kUint, "0 .. 1000000", 0, 1000000, "20", "provider",
    "how long the progress thread busy-polls after the last work or verb call before it naps, us"},
   {"UROCE_ENGINE_NAP_US", kUint, "1 .. 1000", 1, 1000, "20", "provider",

@@ -3,7 +3,9 @@
 # The threads a one-sided target's frames wait for ask the kernel for a short slice (UROCE_ENGINE_SCHED,
 # pmd_glue/thread_sched.h): with the default, an ibv_rc_pingpong server on a memif port has its progress
 # thread (uroce-engine) and DPDK's interrupt thread (eal-intr-thread) at se.slice 100000 ns, and its own
-# main thread at the kernel's default; with UROCE_ENGINE_SCHED=none no thread has the short slice.
+# main thread at the kernel's default; with UROCE_ENGINE_SCHED=boost both also get nice -10 (as root; the
+# slice alone and a note on stderr without CAP_SYS_NICE); with UROCE_ENGINE_SCHED=none no thread has the
+# short slice.
 # /proc/PID/task/TID/sched shows se.slice on Linux >= 6.12; on older kernels the test skips.
 set -u
 uroce=$1
@@ -45,6 +47,33 @@ echo "default: uroce-engine se.slice=$engine eal-intr-thread se.slice=$intr main
 [ "$engine" = 100000 ] || fail "the progress thread's slice is '$engine', not 100000"
 [ "$intr" = 100000 ] || fail "the interrupt thread's slice is '$intr', not 100000"
 [ -n "$main" ] && [ "$main" != 100000 ] || fail "the application's own thread got the short slice ('$main')"
+kill $pid
+wait $pid 2>/dev/null
+
+# boost: the same slice and nice -10 for both threads (as root, or with CAP_SYS_NICE); refused, the slice
+# alone and a line on stderr that says so. The application's thread keeps nice 0 either way.
+nice_of() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+    awk '{sub(/.*\) /, ""); print $17}' "$t/stat"
+    return
+  done
+}
+run_server boost 18698
+for _ in $(seq 50); do [ "$(slice_of $pid eal-intr-thread)" = 100000 ] && break; sleep 0.1; done
+engine=$(slice_of $pid uroce-engine)/$(nice_of $pid uroce-engine)
+intr=$(slice_of $pid eal-intr-thread)/$(nice_of $pid eal-intr-thread)
+main=$(nice_of $pid ibv_rc_pingpong)
+echo "UROCE_ENGINE_SCHED=boost: uroce-engine slice/nice=$engine eal-intr-thread slice/nice=$intr main thread nice=$main"
+[ "$main" = 0 ] || fail "the application's own thread was reniced to '$main'"
+if [ "$(id -u)" = 0 ]; then
+  [ "$engine" = 100000/-10 ] || fail "boost gave the progress thread '$engine', not 100000/-10"
+  [ "$intr" = 100000/-10 ] || fail "boost gave the interrupt thread '$intr', not 100000/-10"
+else
+  [ "$engine" = 100000/0 ] || fail "boost without CAP_SYS_NICE gave the progress thread '$engine', not 100000/0"
+  grep -q "UROCE_ENGINE_SCHED=boost: nice -10 refused" "$dir/out.log" || fail "no line saying boost was refused"
+fi
 kill $pid
 wait $pid 2>/dev/null
 
