@@ -18,14 +18,23 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; echo "== server log"; cat "$dir/out.log"; exit 1; }
 
-# slice_of PID NAME: se.slice of PID's thread named NAME ("" when there is none).
-slice_of() {
+# task_of PID NAME: /proc/PID/task/TID of PID's thread named NAME ("" when there is none).
+task_of() {
   local t
   for t in /proc/"$1"/task/*; do
-    [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
-    awk '/^se.slice/ {print $NF; exit}' "$t/sched"
-    return
+    [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] && { echo "$t"; return; }
   done
+}
+# slice_of / nice_of PID NAME: se.slice / nice value of that thread ("" when there is none).
+slice_of() {
+  local t
+  t=$(task_of "$1" "$2")
+  [ -n "$t" ] && awk '/^se.slice/ {print $NF; exit}' "$t/sched"
+}
+nice_of() {
+  local t
+  t=$(task_of "$1" "$2")
+  [ -n "$t" ] && awk '{sub(/.*\) /, ""); print $17}' "$t/stat"
 }
 
 # run_server SCHED PORT: an ibv_rc_pingpong server (no client comes) with UROCE_ENGINE_SCHED=SCHED (empty:
@@ -52,14 +61,6 @@ wait $pid 2>/dev/null
 
 # boost: the same slice and nice -10 for both threads (as root, or with CAP_SYS_NICE); refused, the slice
 # alone and a line on stderr that says so. The application's thread keeps nice 0 either way.
-nice_of() {
-  local t
-  for t in /proc/"$1"/task/*; do
-    [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
-    awk '{sub(/.*\) /, ""); print $17}' "$t/stat"
-    return
-  done
-}
 run_server boost 18698
 for _ in $(seq 50); do [ "$(slice_of $pid eal-intr-thread)" = 100000 ] && break; sleep 0.1; done
 engine=$(slice_of $pid uroce-engine)/$(nice_of $pid uroce-engine)
