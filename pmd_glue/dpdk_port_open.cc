@@ -241,6 +241,7 @@ bool DpdkPort::create_device(std::string* err) {
     return fail(err, spec_.text + ": device " + dev_name_ + " created but has no ethdev port", mark);
   }
   have_port_ = true;
+  if (is_memif_) IntrGate::set_port(&gate_, port_id_);  // its link now sets how often the gate lets out
   return true;
 }
 
@@ -348,6 +349,7 @@ void DpdkPort::teardown() {
   if (started_ && is_memif_ && close_linger_ms_ && last_tx_cycles_) drain_peer();
   // Stop and close with the interrupt thread parked, so it is not in this device's callbacks meanwhile;
   // but not across settle_interrupt_thread(), which needs it.
+  IntrGate::set_port(&gate_, -1);
   if (started_) {
     IntrGate::enter_blocking(&gate_);
     rte_eth_dev_stop(port_id_);

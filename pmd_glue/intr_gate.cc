@@ -2,6 +2,7 @@
 #define ALLOW_EXPERIMENTAL_API  // rte_intr_instance_alloc and its accessors are experimental in 22.11
 #include "pmd_glue/intr_gate.h"
 
+#include <rte_ethdev.h>
 #include <rte_interrupts.h>
 #include <rte_log.h>
 #include <sys/eventfd.h>
@@ -16,7 +17,6 @@
 namespace uroce::glue {
 
 std::atomic<bool> IntrGate::thread_out_{true};
-std::atomic<bool> IntrGate::used_{false};
 std::atomic<ThreadSched> IntrGate::sched_want_{ThreadSched::kNone};
 
 // One per process, never destroyed: the interrupt thread may be inside on_gate when static destructors
@@ -29,10 +29,11 @@ struct IntrGateState {
   bool failed = false;
   bool armed = false;  // the eventfd holds a count, so the interrupt thread keeps coming back
   ThreadSched sched = ThreadSched::kNone;  // what the interrupt thread asked for last (under mu)
-  bool released = true;                    // the thread is not coming back until a member arms the eventfd
+  bool released = true;  // the thread sleeps in epoll (no member): it comes back once join() arms the eventfd
   int efd = -1;
   rte_intr_handle* handle = nullptr;
   std::atomic<uint64_t> passes{0};
+  std::atomic<uint64_t> releases{0};
 
   bool install() {
     if (installed) return true;
@@ -85,6 +86,12 @@ bool IntrGate::join(Member* m) {
   return true;
 }
 
+void IntrGate::set_port(Member* m, int port) {
+  if (!m->gated) return;
+  std::lock_guard lock(state().mu);
+  m->port = port;
+}
+
 void IntrGate::leave(Member* m) {
   if (!m->gated) return;
   IntrGateState& s = state();
@@ -97,10 +104,7 @@ bool IntrGate::enter_slow(Member* m) {
   IntrGateState& s = state();
   {
     std::lock_guard lock(s.mu);
-    if (!s.released) {
-      used_.store(true, std::memory_order_relaxed);  // a pass is under way: busy for a moment
-      return false;
-    }
+    if (!s.released) return false;  // a pass is under way: busy for a moment
     s.arm();
     s.released = false;
   }
@@ -111,10 +115,7 @@ bool IntrGate::enter_slow(Member* m) {
     std::this_thread::yield();
   }
   m->active.fetch_add(1, std::memory_order_seq_cst);
-  if (!thread_out_.load(std::memory_order_seq_cst)) {
-    used_.store(true, std::memory_order_relaxed);
-    return true;
-  }
+  if (!thread_out_.load(std::memory_order_seq_cst)) return true;
   m->active.fetch_sub(1, std::memory_order_release);
   return false;
 }
@@ -124,6 +125,7 @@ void IntrGate::enter_blocking(Member* m) {
 }
 
 uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relaxed); }
+uint64_t IntrGate::releases() { return state().releases.load(std::memory_order_relaxed); }
 
 // On the interrupt thread, once per pass of its epoll loop while the eventfd is armed.
 void IntrGate::on_gate(void* arg) {
@@ -136,22 +138,25 @@ void IntrGate::on_gate(void* arg) {
   if (s.members.empty()) {
     s.disarm();  // nothing to guard: leave the thread to epoll; thread_out_ stays true
     s.released = true;
+    s.releases.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  // Parked: bursts may run.
-  used_.store(false, std::memory_order_relaxed);
+  // Parked: bursts may run. A member without a device yet, or whose link is down, may be in a handshake.
+  bool settled = true;
+  for (const Member* m : s.members) {
+    rte_eth_link link{};
+    if (m->port < 0 || rte_eth_link_get_nowait(static_cast<uint16_t>(m->port), &link) != 0 ||
+        link.link_status != RTE_ETH_LINK_UP)
+      settled = false;
+  }
   thread_out_.store(false, std::memory_order_seq_cst);
-  s.cv.wait_for(lock, kPeriod);
+  s.cv.wait_for(lock, settled ? kSettledPeriod : kPeriod);
   // Out again: no burst starts from here on; wait for those under way. A member that enters now sees
   // thread_out_ and backs off, so each wait is at most one burst long.
   thread_out_.store(true, std::memory_order_seq_cst);
   for (Member* m : s.members)
     while (m->active.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   s.passes.fetch_add(1, std::memory_order_relaxed);
-  if (!used_.load(std::memory_order_relaxed)) {
-    s.disarm();  // a quiet spell: let the thread sleep in epoll until a burst brings it back
-    s.released = true;
-  }
 }
 
 }  // namespace uroce::glue

@@ -8,16 +8,19 @@
 //
 // The gate parks the interrupt thread in a callback of its own, registered on an eventfd that stays
 // readable, so the thread enters the callback on every pass of its epoll loop; the callback lets it out
-// again after kPeriod, for one pass, in which it runs whatever memif (or alarm) callbacks are pending.
+// again after a period, for one pass, in which it runs whatever memif (or alarm) callbacks are pending.
 // While the thread is out, bursts on gated ports do not run: try_enter() fails and the port behaves as a
 // busy ring for that moment (rx returns nothing, tx takes nothing). Before letting the thread out, the
-// gate waits for the bursts already running to finish. Datapath threads never block on the gate; memif
-// control traffic (the connect handshake, a disconnect) is handled up to kPeriod later than without it.
+// gate waits for the bursts already running to finish. Datapath threads never block on the gate.
 //
-// An idle datapath costs nothing: after a parked spell in which no burst ran, the gate releases the
-// thread (drains its eventfd, so the thread sleeps in epoll as without the gate). The next burst then
-// re-arms the eventfd and waits the few microseconds until the thread is parked again. With no member left
-// the thread stays released.
+// The period is kPeriod while some member's link is down (a connect handshake may be under way, and each
+// of its messages waits for a pass) and kSettledPeriod once every link is up, when the only control
+// traffic left is a disconnect. Each pass is a moment in which the ports are blind, and on a loaded host
+// the thread can be preempted in it and leave them blind until it runs again: fewer passes, fewer such
+// moments. The thread stays parked while the gate has members, busy or idle (an idle process wakes it
+// kSettledPeriod apart, which costs nothing measurable): a thread left to sleep in epoll would have to be
+// woken and scheduled before the next burst could run, and on two cores busy with spinning pollers that
+// took from milliseconds to most of a second, during which the QPs' ACK timers ran out.
 #pragma once
 
 #include <atomic>
@@ -31,14 +34,18 @@ namespace uroce::glue {
 class IntrGate {
  public:
   static constexpr std::chrono::milliseconds kPeriod{2};
+  static constexpr std::chrono::milliseconds kSettledPeriod{20};
 
   struct Member {
     std::atomic<uint32_t> active{0};  // bursts and control calls of this port now running
     bool gated = false;               // false if the gate could not be installed: nothing is held back
+    int port = -1;                    // the ethdev, once created (under the gate's lock: set_port)
   };
 
   // Before the port's device is created. False (and m->gated false) if the gate could not be set up.
   static bool join(Member* m);
+  // After the port's device is created (its link then sets the period), and -1 before it is closed.
+  static void set_port(Member* m, int port);
   // After the port's device is closed: no burst of it runs or starts again.
   static void leave(Member* m);
 
@@ -46,10 +53,7 @@ class IntrGate {
   static bool try_enter(Member* m) {
     if (!m->gated) return true;
     m->active.fetch_add(1, std::memory_order_seq_cst);
-    if (!thread_out_.load(std::memory_order_seq_cst)) {
-      if (!used_.load(std::memory_order_relaxed)) used_.store(true, std::memory_order_relaxed);
-      return true;
-    }
+    if (!thread_out_.load(std::memory_order_seq_cst)) return true;
     m->active.fetch_sub(1, std::memory_order_release);
     return enter_slow(m);
   }
@@ -60,8 +64,10 @@ class IntrGate {
     if (m->gated) m->active.fetch_sub(1, std::memory_order_release);
   }
 
-  // Times the interrupt thread was let out, for tests.
+  // Times the interrupt thread was let out, and times it was let go to sleep in epoll (the gate had no
+  // member left), for tests.
   static uint64_t passes();
+  static uint64_t releases();
 
   // The scheduling the interrupt thread asks for on its next pass (thread_sched.h). While it is out, no
   // burst of a gated port runs, so it must get a core as soon as its wait ends: on two cores busy with
@@ -71,12 +77,11 @@ class IntrGate {
  private:
   friend struct IntrGateState;
   static void on_gate(void* arg);
-  // The thread is out: during a pass, fail at once; if it was released, bring it back and wait for it.
+  // The thread is out: during a pass, fail at once; if it was released (the gate had no member), bring it
+  // back and wait for it.
   static bool enter_slow(Member* m);
   // True while the interrupt thread is outside the gate's callback (and so may run memif's).
   static std::atomic<bool> thread_out_;
-  // A burst ran (or wanted to) in the current parked spell.
-  static std::atomic<bool> used_;
   static std::atomic<ThreadSched> sched_want_;
 };
 

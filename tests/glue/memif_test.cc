@@ -104,6 +104,27 @@ TEST(MemifPair, EverySizeBothWaysNoLeak) {
   EXPECT_EQ(st.bell_rings + server->stats().bell_rings, 0u);
 }
 
+// DPDK's interrupt thread stays parked in the gate (intr_gate.h) while memif ports exist, busy or idle, so
+// a burst never waits for that thread to be woken and scheduled: on two cores busy with spinning pollers
+// that took up to most of a second, and the QPs' ACK timers ran out meanwhile.
+TEST(MemifPair, AnIdleLinkKeepsTheInterruptThreadParked) {
+  TempDir dir;
+  std::unique_ptr<DpdkPort> server, client;
+  ASSERT_TRUE(open_linked_pair(dir, &server, &client));
+  std::string err;
+  ASSERT_TRUE(test::exchange(*server, *client, 1, 1, std::vector<uint16_t>(16, 512), &err)) << err;
+  const uint64_t released = IntrGate::releases();
+  // Idle through several of the gate's passes, each after a parked spell in which no burst ran.
+  const uint64_t start = IntrGate::passes();
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (IntrGate::passes() < start + 10 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GE(IntrGate::passes(), start + 10) << "the interrupt thread stopped coming back to the gate";
+  EXPECT_EQ(IntrGate::releases(), released);
+  EXPECT_TRUE(test::exchange(*client, *server, 2, 2, std::vector<uint16_t>(16, 512), &err)) << err;
+  expect_pools_full(*server, *client);
+}
+
 // DPDK 22.11's memif raises no rx interrupt; uroce's bell (pmd_glue/memif_bell.h) stands in for it. An end
 // that arms its bell and sleeps on the fd wakes when the other end transmits, in both directions, and each
 // sleep costs the transmitter one ring however many frames follow.
