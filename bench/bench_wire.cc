@@ -4,7 +4,8 @@
 //     Target: at 4 KiB the ICRC reaches at least half of memcpy's throughput.
 //   - raw CRC-32: crc32_update (the kernel the dispatcher picked), the fused copy + CRC the transmit path
 //     uses (crc32_copy_update), and every kernel of crc32_kernels() this CPU runs, each next to memcpy of
-//     the same size; zlib's crc32 as the reference implementation.
+//     the same size; zlib's crc32 as the reference implementation; the ICRC of a frame with each of our
+//     kernels and ISA-L's dispatcher; the carry-less multiplier's ceiling on YMM and ZMM registers.
 //   - per packet: build_headers + build_trailer and parse_frame (ICRC verify included) for a 1 KiB payload,
 //     and parse_frame of a header-only ACK.
 // Every benchmark runs 5 repetitions; the summary uses medians and shows the spread (stddev / mean). Rates
@@ -94,6 +95,25 @@ void BM_Icrc(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 
+// The same with one kernel of crc32_kernels() (registered in main for each kernel this CPU runs): in one
+// pass where the kernel has a gather, else a masked copy of the headers and one call per piece.
+void BM_IcrcKernel(benchmark::State& state, const Crc32Kernel* k) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  auto frame = send_frame(n);
+  ParsedPacket pkt;
+  if (parse_frame(frame.data(), frame.size(), &pkt) != RxDrop::kNone) state.SkipWithError("bad frame");
+  const uint8_t* ip = frame.data() + pkt.l3_off;
+  const uint8_t* after_bth = frame.data() + pkt.bth_off + sizeof(Bth);
+  const ConstBytes rest[1] = {
+      {after_bth, static_cast<size_t>(frame.data() + pkt.frame_len - kIcrcLen - after_bth)}};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(frame.data());
+    uint32_t crc = icrc_roce_v2_with(*k, ip, rest);
+    benchmark::DoNotOptimize(crc);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+
 void BM_Crc32Update(benchmark::State& state) {
   const auto buf = pattern(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
@@ -164,6 +184,30 @@ __attribute__((target("avx2,pclmul,vpclmulqdq"))) void BM_ClmulCeiling(benchmark
     }
   }
   state.SetBytesProcessed(state.iterations() * kRounds * 8 * 16);
+}
+
+// The same on ZMM (four 128-bit lanes per instruction), each instruction counted as the 32 bytes it folds in
+// crc32_avx512; registered only where the CPU has it.
+__attribute__((target("avx512f,pclmul,vpclmulqdq"))) void BM_ClmulCeilingZmm(benchmark::State& state) {
+  const __m512i k = _mm512_set1_epi64(0x1DB710641);
+  __m512i a0 = _mm512_set1_epi64(1), a1 = _mm512_set1_epi64(2), a2 = _mm512_set1_epi64(3),
+          a3 = _mm512_set1_epi64(4), a4 = _mm512_set1_epi64(5), a5 = _mm512_set1_epi64(6),
+          a6 = _mm512_set1_epi64(7), a7 = _mm512_set1_epi64(8);
+  constexpr int kRounds = 64;
+  for (auto _ : state) {
+    for (int r = 0; r < kRounds; ++r) {
+      a0 = _mm512_clmulepi64_epi128(a0, k, 0x00);
+      a1 = _mm512_clmulepi64_epi128(a1, k, 0x11);
+      a2 = _mm512_clmulepi64_epi128(a2, k, 0x00);
+      a3 = _mm512_clmulepi64_epi128(a3, k, 0x11);
+      a4 = _mm512_clmulepi64_epi128(a4, k, 0x00);
+      a5 = _mm512_clmulepi64_epi128(a5, k, 0x11);
+      a6 = _mm512_clmulepi64_epi128(a6, k, 0x00);
+      a7 = _mm512_clmulepi64_epi128(a7, k, 0x11);
+      asm volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * kRounds * 8 * 32);
 }
 
 // --- Per-packet costs (time per iteration = ns per packet). ---
@@ -291,15 +335,21 @@ void print_summary(const SummaryReporter& rep) {
                 rate(icrc).c_str(), ratio(icrc, mem), rate(upd).c_str(), rate(copy).c_str(),
                 ratio(copy, mem));
   }
-  std::printf("\nCRC-32 per kernel (x memcpy of the same size in this run):\n%-14s", "kernel");
+  std::printf(
+      "\nCRC-32 per kernel, then the ICRC of a frame per kernel (x memcpy of the same size in this "
+      "run):\n%-18s",
+      "kernel");
   for (int64_t n : kSizes) std::printf(" %-30s", size_name(n).c_str());
   std::printf("\n");
   std::vector<std::pair<std::string, std::string>> rows;  // label, benchmark name
   for (const Crc32Kernel& k : crc32_kernels())
     if (k.runs()) rows.emplace_back(k.name, std::string("BM_Crc32/") + k.name);
   rows.emplace_back("zlib", "BM_Crc32Zlib");
+  for (const Crc32Kernel& k : crc32_kernels())
+    if (k.runs() && rep.find(std::string("BM_IcrcKernel/") + k.name + "/4096") != nullptr)
+      rows.emplace_back(std::string("icrc ") + k.name, std::string("BM_IcrcKernel/") + k.name);
   for (const auto& [label, bm] : rows) {
-    std::printf("%-14s", label.c_str());
+    std::printf("%-18s", label.c_str());
     for (int64_t n : kSizes) {
       const std::string arg = "/" + std::to_string(n);
       const auto* s = rep.find(bm + arg);
@@ -324,6 +374,12 @@ void print_summary(const SummaryReporter& rep) {
         "KiB\n",
         rate(ceil).c_str(), ratio(ceil, rep.find("BM_Memcpy/4096")));
   }
+  if (const auto* ceil = rep.find("BM_ClmulCeilingZmm")) {
+    std::printf(
+        "Folding-CRC ceiling on ZMM registers (VPCLMULQDQ throughput, 32 bytes each): %s = %.2f x memcpy at "
+        "4 KiB\n",
+        rate(ceil).c_str(), ratio(ceil, rep.find("BM_Memcpy/4096")));
+  }
   const double r4k = ratio(rep.find("BM_Icrc/4096"), rep.find("BM_Memcpy/4096"));
   if (r4k > 0)
     std::printf("Target (ICRC at 4 KiB >= 0.5 x memcpy throughput): %s, ratio %.2f\n",
@@ -339,7 +395,13 @@ int main(int argc, char** argv) {
     if (k.runs())
       benchmark::RegisterBenchmark((std::string("BM_Crc32/") + k.name).c_str(), BM_Crc32Kernel, &k)
           ->Apply(sizes);
+  for (const Crc32Kernel& k : crc32_kernels())
+    if (k.runs() && (k.gather != nullptr || std::string(k.name) == "isal"))
+      benchmark::RegisterBenchmark((std::string("BM_IcrcKernel/") + k.name).c_str(), BM_IcrcKernel, &k)
+          ->Apply(sizes);
   if (crc32_avx2_runs()) benchmark::RegisterBenchmark("BM_ClmulCeiling", BM_ClmulCeiling)->Apply(per_packet);
+  if (crc32_avx512_runs())
+    benchmark::RegisterBenchmark("BM_ClmulCeilingZmm", BM_ClmulCeilingZmm)->Apply(per_packet);
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   print_summary(reporter);

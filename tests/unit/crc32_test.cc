@@ -1,14 +1,15 @@
 // crc32_update, the ICRC and every CRC-32 kernel behind them against zlib's crc32, the definition the ICRC
 // uses. Each kernel of crc32_kernels.h runs on every machine whose CPU can execute it, whichever one the
-// dispatcher prefers there: ours (crc32_avx2.cc, plain and copying) and ISA-L's variants (its dispatcher,
-// table, SSE, AVX, AVX-512). Every input is copied into a buffer that ends exactly where the input ends, so
-// an over-read past the last byte shows under ASan.
+// dispatcher prefers there: ours (crc32_avx2.cc, 256 and 512-bit, plain, copying and gathering) and ISA-L's
+// variants (its dispatcher, table, SSE, AVX, AVX-512). Every input is copied into a buffer that ends exactly
+// where the input ends, so an over-read past the last byte shows under ASan.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "transport/wire/crc32_kernels.h"
@@ -188,14 +189,23 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Crc32KernelTest,
 INSTANTIATE_TEST_SUITE_P(Kernels, Crc32CopyKernelTest, ::testing::ValuesIn(copy_kernels()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// The dispatcher's choice is a kernel this CPU runs, and ours wherever it runs without AVX-512.
-TEST(Crc32Dispatch, ChoosesARunnableKernelAndOursOnAvx2WithoutAvx512) {
+// The dispatcher's choice is a kernel this CPU runs: ours on 256-bit registers wherever that runs and the
+// 512-bit one does not, one of ours wherever they run, else ISA-L's dispatcher.
+TEST(Crc32Dispatch, ChoosesARunnableKernelAndOursWhereverItRuns) {
   const Crc32Kernel& k = crc32_chosen();
   EXPECT_TRUE(k.runs()) << k.name;
-  EXPECT_EQ(crc32_avx2_chosen(), std::string(k.name) == "vpclmul_ymm");
-  if (crc32_kernels()[0].runs() && !__builtin_cpu_supports("avx512f")) {
-    EXPECT_STREQ(k.name, "vpclmul_ymm");
+  const Crc32Kernel& ymm = crc32_kernels()[0];
+  const Crc32Kernel& zmm = crc32_kernels()[1];
+  ASSERT_STREQ(ymm.name, "vpclmul_ymm");
+  ASSERT_STREQ(zmm.name, "vpclmul_zmm");
+  if (zmm.runs()) {
+    EXPECT_TRUE(&k == &ymm || &k == &zmm) << k.name;
+  } else if (ymm.runs()) {
+    EXPECT_EQ(&k, &ymm) << k.name;
+  } else {
+    EXPECT_STREQ(k.name, "isal");
   }
+  EXPECT_EQ(k.gather != nullptr, ymm.runs()) << k.name;
 }
 
 // The measured choice (made between ours and ISA-L on AVX-512 CPUs) picks the faster of two kernels whose
@@ -251,14 +261,21 @@ namespace {
 // class, flow label and hop limit (IPv6) set to ones, the UDP header with its checksum set to ones, the
 // BTH with byte 4 set to ones, then everything after the BTH. Headers and payload are random, the payload
 // split into random pieces (empty, shorter than 16 bytes, long), each in a buffer of exactly its size.
-class IcrcTest : public ::testing::TestWithParam<bool> {
+// Every kernel this CPU runs computes it (icrc_roce_v2_with), in one pass where it has a gather; the
+// dispatcher's (icrc_roce_v2, icrc_begin + crc32_update) too.
+class IcrcTest : public ::testing::TestWithParam<std::tuple<Crc32Kernel, bool>> {
  protected:
+  void SetUp() override {
+    const Crc32Kernel& k = std::get<0>(GetParam());
+    if (!k.runs()) GTEST_SKIP() << "this CPU cannot run " << k.name << ": needs " << k.needs;
+  }
   std::mt19937_64 rng_{7};
   size_t uniform(size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng_); }
 };
 
 TEST_P(IcrcTest, MatchesTheDefinitionOverRandomPieces) {
-  const bool v6 = GetParam();
+  const Crc32Kernel& k = std::get<0>(GetParam());
+  const bool v6 = std::get<1>(GetParam());
   const size_t ip_len = v6 ? 40 : 20, hdr_len = ip_len + 8 + 12;
   for (int iter = 0; iter < 400; ++iter) {
     std::vector<uint8_t> hdr(hdr_len);  // IP, UDP, BTH and nothing after: reads past them show under ASan
@@ -291,6 +308,7 @@ TEST_P(IcrcTest, MatchesTheDefinitionOverRandomPieces) {
       at = std::min(n, at + len);
     }
     std::vector<ConstBytes> pieces(bufs.begin(), bufs.end());
+    EXPECT_EQ(icrc_roce_v2_with(k, hdr.data(), pieces), expect) << "n " << n << " pieces " << pieces.size();
     EXPECT_EQ(icrc_roce_v2(hdr.data(), pieces), expect) << "n " << n << " pieces " << pieces.size();
     uint32_t crc = icrc_begin(hdr.data());
     for (ConstBytes p : pieces) crc = crc32_update(crc, p);
@@ -298,8 +316,14 @@ TEST_P(IcrcTest, MatchesTheDefinitionOverRandomPieces) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ip, IcrcTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "v6" : "v4"; });
+INSTANTIATE_TEST_SUITE_P(Kernels, IcrcTest,
+                         ::testing::Combine(::testing::ValuesIn(crc32_kernels().begin(),
+                                                                crc32_kernels().end()),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  (std::get<1>(info.param) ? "_v6" : "_v4");
+                         });
 
 }  // namespace
 }  // namespace uroce::wire

@@ -36,6 +36,8 @@
 // Only the functions below use AVX2 + VPCLMULQDQ (target attributes, not per-file -m flags, so that no
 // inline function from a header is ever emitted as AVX2 code and picked by the linker for other callers).
 #define UROCE_AVX2_CLMUL __attribute__((target("avx2,pclmul,vpclmulqdq")))
+// The 512-bit fold (fold_blocks_zmm) and nothing else: it is called, never inlined, from the AVX2 code.
+#define UROCE_AVX512_CLMUL __attribute__((target("avx512f,avx512bw,avx512vl,avx2,pclmul,vpclmulqdq")))
 
 namespace uroce::wire {
 namespace {
@@ -118,6 +120,34 @@ constexpr Consts make_consts() {
 }
 
 alignas(32) constexpr Consts kC = make_consts();
+
+// The same on 512-bit registers (four lanes, one constant pair repeated): kAcc accumulators of 64 bytes,
+// so each lane folds kStrideZmm bytes ahead. Where the CPU multiplies four lanes at once (Zen 4, Ice Lake
+// and later) this moves 64 bytes per VPCLMULQDQ instead of 32, the ceiling of the 256-bit kernel there.
+constexpr size_t kStrideZmm = kAcc * 64;
+
+struct alignas(64) FoldConst512 {
+  uint64_t k[8];
+};
+
+constexpr FoldConst512 fold_const512(unsigned bytes) {
+  const FoldConst f = fold_const(bytes);
+  return {{f.k[0], f.k[1], f.k[0], f.k[1], f.k[0], f.k[1], f.k[0], f.k[1]}};
+}
+
+struct ConstsZmm {
+  FoldConst512 stride = fold_const512(kStrideZmm);
+  FoldConst512 merge[kAcc - 1] = {};  // accumulator i onto the last one: (kAcc - 1 - i) * 64 bytes
+  FoldConst512 d64 = fold_const512(64);
+};
+
+constexpr ConstsZmm make_consts_zmm() {
+  ConstsZmm c;
+  for (int i = 0; i < kAcc - 1; ++i) c.merge[i] = fold_const512(64 * static_cast<unsigned>(kAcc - 1 - i));
+  return c;
+}
+
+alignas(64) constexpr ConstsZmm kZ = make_consts_zmm();
 
 // Cross-check against the values published with the Intel paper.
 static_assert(reflect(kPoly, 33) == 0x1DB710641);
@@ -211,6 +241,60 @@ UROCE_AVX2_CLMUL inline __m128i fold_blocks(const uint8_t*& p, const uint8_t* en
   return _mm_xor_si128(fold128(_mm256_castsi256_si128(acc), kC.d16), _mm256_extracti128_si256(acc, 1));
 }
 
+UROCE_AVX512_CLMUL inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+
+// clmul(a.lo, k.lo) ^ clmul(a.hi, k.hi) ^ b in each 128-bit lane: one three-way XOR.
+UROCE_AVX512_CLMUL inline __m512i fold512(__m512i a, const FoldConst512& c, __m512i b) {
+  const __m512i k = load512(c.k);
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00), _mm512_clmulepi64_epi128(a, k, 0x11),
+                                   b, 0x96);
+}
+
+template <bool kCopy>
+UROCE_AVX512_CLMUL inline __m512i take512(const uint8_t* p, const uint8_t* src, uint8_t* dst) {
+  const __m512i v = load512(p);
+  if constexpr (kCopy) _mm512_storeu_si512(dst + (p - src), v);
+  return v;
+}
+
+// fold_blocks on 512-bit registers, for 64 or more bytes (fewer than 32 remain after it). Not inline: the
+// AVX2 code calls it, and only when the CPU runs AVX-512.
+template <bool kCopy>
+UROCE_AVX512_CLMUL __attribute__((noinline)) __m128i fold_blocks_zmm(const uint8_t*& p, const uint8_t* end,
+                                                                     __m128i carry, const uint8_t* src,
+                                                                     uint8_t* dst) {
+  const __m512i seed = _mm512_zextsi128_si512(carry);
+  __m512i acc;
+  if (end - p >= static_cast<ptrdiff_t>(kStrideZmm)) {
+    __m512i a[kAcc];
+#pragma GCC unroll 8
+    for (int i = 0; i < kAcc; ++i) a[i] = take512<kCopy>(p + 64 * i, src, dst);
+    a[0] = _mm512_xor_si512(a[0], seed);
+    p += kStrideZmm;
+    for (; end - p >= static_cast<ptrdiff_t>(kStrideZmm); p += kStrideZmm) {
+#pragma GCC unroll 8
+      for (int i = 0; i < kAcc; ++i) a[i] = fold512(a[i], kZ.stride, take512<kCopy>(p + 64 * i, src, dst));
+    }
+    acc = a[kAcc - 1];
+#pragma GCC unroll 8
+    for (int i = 0; i < kAcc - 1; ++i) acc = fold512(a[i], kZ.merge[i], acc);
+  } else {
+    acc = _mm512_xor_si512(take512<kCopy>(p, src, dst), seed);
+    p += 64;
+  }
+  for (; end - p >= 64; p += 64) acc = fold512(acc, kZ.d64, take512<kCopy>(p, src, dst));
+  // The low 32 bytes fold 32 bytes ahead onto the high 32, then as fold_blocks. (Zero-masked extracts: the
+  // plain ones and _mm512_castsi512_si256 pass an undefined vector through, which GCC 12 warns about.)
+  const __m256i low = _mm512_maskz_extracti64x4_epi64(0xF, acc, 0);
+  const __m256i high = _mm512_maskz_extracti64x4_epi64(0xF, acc, 1);
+  __m256i y = _mm256_xor_si256(fold256(low, kC.d32), high);
+  if (end - p >= 32) {
+    y = _mm256_xor_si256(fold256(y, kC.d32), take256<kCopy>(p, src, dst));
+    p += 32;
+  }
+  return _mm_xor_si128(fold128(_mm256_castsi256_si128(y), kC.d16), _mm256_extracti128_si256(y, 1));
+}
+
 // The state x followed by r < 16 more bytes, which are bytes 16 - r .. 15 of `last` (its other bytes are
 // ignored). The first r bytes of x, as a zero-padded chunk 16 bytes ahead, fold onto the next 16 bytes:
 // the rest of x followed by the r new ones.
@@ -242,17 +326,26 @@ bool crc32_avx2_runs() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
 }
 
+bool crc32_avx512_runs() {
+  // libgcc's avx512 checks include the OS's XCR0 support for ZMM and mask state.
+  return crc32_avx2_runs() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
 namespace {
 
 // The state after src[0, n), n >= 16: its last 16-byte chunk with everything before folded in, not yet
-// reduced. `carry` is XORed onto the first 16 bytes: zlib's initial value ~crc in the low dword, or the
-// state of what precedes src folded 16 bytes ahead.
-template <bool kCopy>
+// reduced; kWide folds on 512-bit registers (only where crc32_avx512_runs()). `carry` is XORed onto the first
+// 16 bytes: zlib's initial value ~crc in the low dword, or the state of what precedes src folded 16 bytes
+// ahead.
+template <bool kCopy, bool kWide>
 UROCE_AVX2_CLMUL inline __m128i fold_all(__m128i carry, const uint8_t* src, size_t n, uint8_t* dst) {
   const uint8_t* p = src;
   const uint8_t* const end = p + n;
   __m128i x;
-  if (n >= 32) {
+  if (kWide && n >= kStrideZmm) {  // below one stride the 256-bit code is as fast
+    x = fold_blocks_zmm<kCopy>(p, end, carry, src, dst);
+  } else if (n >= 32) {
     x = fold_blocks<kCopy>(p, end, carry, src, dst);
   } else {
     x = _mm_xor_si128(take128<kCopy>(p, src, dst), carry);
@@ -269,7 +362,7 @@ UROCE_AVX2_CLMUL inline __m128i fold_all(__m128i carry, const uint8_t* src, size
   return x;
 }
 
-template <bool kCopy>
+template <bool kCopy, bool kWide>
 UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, size_t n, uint8_t* dst) {
   if (n < 16) {
     uint32_t r = ~crc;
@@ -279,21 +372,16 @@ UROCE_AVX2_CLMUL inline uint32_t crc32_core(uint32_t crc, const uint8_t* src, si
     }
     return ~r;
   }
-  return reduce(fold_all<kCopy>(_mm_cvtsi32_si128(static_cast<int>(~crc)), src, n, dst));
+  return reduce(fold_all<kCopy, kWide>(_mm_cvtsi32_si128(static_cast<int>(~crc)), src, n, dst));
 }
 
 }  // namespace
 
-UROCE_AVX2_CLMUL uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n) {
-  return crc32_core<false>(crc, p, n, nullptr);
-}
+namespace {
 
-UROCE_AVX2_CLMUL uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n) {
-  return crc32_core<true>(crc, src, n, dst);
-}
-
-UROCE_AVX2_CLMUL uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
-                                            std::span<const std::span<const uint8_t>> pieces) {
+template <bool kWide>
+UROCE_AVX2_CLMUL inline uint32_t gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
+                                        std::span<const std::span<const uint8_t>> pieces) {
   // The padded head in registers: chunk 0 is head[0, 16) shifted up by `at` bytes with zeros below, chunk
   // j > 0 is head[16 j - at, 16 j - at + 16). Building it on the stack instead would make each 16-byte
   // load wait for the narrower stores before it (no store-to-load forwarding). Every chunk but the last
@@ -312,7 +400,7 @@ UROCE_AVX2_CLMUL uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len
   for (const auto piece : pieces) {
     const size_t n = piece.size();
     if (n >= 16) {
-      x = fold_all<false>(fold128(x, kC.d16), piece.data(), n, nullptr);
+      x = fold_all<false, kWide>(fold128(x, kC.d16), piece.data(), n, nullptr);
     } else if (n > 0) {
       // Too short to load 16 bytes ending at its end without reading outside the piece.
       alignas(16) uint8_t last[16] = {};
@@ -321,6 +409,34 @@ UROCE_AVX2_CLMUL uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len
     }
   }
   return reduce(x);
+}
+
+}  // namespace
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx2(uint32_t crc, const uint8_t* p, size_t n) {
+  return crc32_core<false, false>(crc, p, n, nullptr);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n) {
+  return crc32_core<true, false>(crc, src, n, dst);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
+                                            std::span<const std::span<const uint8_t>> pieces) {
+  return gather<false>(head, head_len, mask, pieces);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx512(uint32_t crc, const uint8_t* p, size_t n) {
+  return crc32_core<false, true>(crc, p, n, nullptr);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_copy_avx512(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n) {
+  return crc32_core<true, true>(crc, src, n, dst);
+}
+
+UROCE_AVX2_CLMUL uint32_t crc32_avx512_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
+                                              std::span<const std::span<const uint8_t>> pieces) {
+  return gather<true>(head, head_len, mask, pieces);
 }
 
 }  // namespace uroce::wire

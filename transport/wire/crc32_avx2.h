@@ -1,7 +1,7 @@
 // CRC-32 (reflected IEEE 802.3 polynomial, zlib's init and final XOR) folded with VPCLMULQDQ on 256-bit
-// registers. ISA-L's fastest kernel for this CPU class needs AVX-512; this one needs only AVX2 +
-// VPCLMULQDQ (AMD Zen 3 and later, Intel Ice Lake and later). crc32_kernels.cc decides whether
-// crc32_update and the ICRC use it.
+// registers, which needs only AVX2 + VPCLMULQDQ (AMD Zen 3 and later, Intel Ice Lake and later; ISA-L's
+// fastest kernel needs AVX-512), and the same on 512-bit registers where the CPU has AVX-512 (each
+// multiply then folds 64 bytes). crc32_kernels.cc decides which one crc32_update and the ICRC use.
 #pragma once
 
 #include <cstddef>
@@ -30,5 +30,16 @@ uint32_t crc32_copy_avx2(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t 
 // as crc32_avx2.
 uint32_t crc32_avx2_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
                            std::span<const std::span<const uint8_t>> pieces);
+
+// True when this CPU can also run the 512-bit versions below: crc32_avx2_runs() and AVX-512 F, BW and VL
+// with the OS saving ZMM state.
+bool crc32_avx512_runs();
+
+// The three functions above folding on 512-bit registers: same results and contracts, and they require
+// crc32_avx512_runs().
+uint32_t crc32_avx512(uint32_t crc, const uint8_t* p, size_t n);
+uint32_t crc32_copy_avx512(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t n);
+uint32_t crc32_avx512_gather(const uint8_t* head, size_t head_len, const uint8_t* mask,
+                             std::span<const std::span<const uint8_t>> pieces);
 
 }  // namespace uroce::wire

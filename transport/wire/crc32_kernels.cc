@@ -50,22 +50,25 @@ uint32_t by8(uint32_t crc, const uint8_t* p, size_t n) { return crc32_gzip_refl_
 uint32_t by8_02(uint32_t crc, const uint8_t* p, size_t n) { return crc32_gzip_refl_by8_02(crc, p, n); }
 uint32_t by16_10(uint32_t crc, const uint8_t* p, size_t n) { return crc32_gzip_refl_by16_10(crc, p, n); }
 
-enum : size_t { kOurs, kIsal, kNumKernels = 6 };
+enum : size_t { kYmm, kZmm, kIsal, kNumKernels = 7 };
 
 constexpr Crc32Kernel kKernels[kNumKernels] = {
-    {"vpclmul_ymm", crc32_avx2, crc32_copy_avx2, crc32_avx2_runs, "AVX2, PCLMULQDQ and VPCLMULQDQ"},
-    {"isal", isal, nullptr, always, "nothing (ISA-L picks its own variant)"},
-    {"isal_base", isal_base, nullptr, always, "nothing (table code)"},
-    {"isal_by8", by8, nullptr, runs_by8, "SSE4.1 and PCLMULQDQ, and a libisal exporting it"},
-    {"isal_by8_02", by8_02, nullptr, runs_by8_02, "AVX and PCLMULQDQ, and a libisal exporting it"},
-    {"isal_by16_10", by16_10, nullptr, runs_by16_10,
+    {"vpclmul_ymm", crc32_avx2, crc32_copy_avx2, crc32_avx2_gather, crc32_avx2_runs,
+     "AVX2, PCLMULQDQ and VPCLMULQDQ"},
+    {"vpclmul_zmm", crc32_avx512, crc32_copy_avx512, crc32_avx512_gather, crc32_avx512_runs,
+     "AVX2, AVX-512 F/BW/VL, PCLMULQDQ and VPCLMULQDQ"},
+    {"isal", isal, nullptr, nullptr, always, "nothing (ISA-L picks its own variant)"},
+    {"isal_base", isal_base, nullptr, nullptr, always, "nothing (table code)"},
+    {"isal_by8", by8, nullptr, nullptr, runs_by8, "SSE4.1 and PCLMULQDQ, and a libisal exporting it"},
+    {"isal_by8_02", by8_02, nullptr, nullptr, runs_by8_02, "AVX and PCLMULQDQ, and a libisal exporting it"},
+    {"isal_by16_10", by16_10, nullptr, nullptr, runs_by16_10,
      "AVX-512 F/VL/BW/DQ/CD and VPCLMULQDQ, and a libisal exporting it"},
 };
 
 const Crc32Kernel& choose() {
   if (!crc32_avx2_runs()) return kKernels[kIsal];
-  if (!avx512_vpclmul()) return kKernels[kOurs];
-  return crc32_faster(kKernels[kOurs], kKernels[kIsal]);
+  if (!crc32_avx512_runs()) return kKernels[kYmm];
+  return crc32_faster(kKernels[kYmm], kKernels[kZmm]);
 }
 
 }  // namespace
@@ -75,11 +78,6 @@ std::span<const Crc32Kernel> crc32_kernels() { return kKernels; }
 const Crc32Kernel& crc32_chosen() {
   static const Crc32Kernel& k = choose();
   return k;
-}
-
-bool crc32_avx2_chosen() {
-  static const bool ours = &crc32_chosen() == &kKernels[kOurs];
-  return ours;
 }
 
 const Crc32Kernel& crc32_faster(const Crc32Kernel& a, const Crc32Kernel& b) {

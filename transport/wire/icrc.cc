@@ -1,26 +1,32 @@
 #include "transport/wire/icrc.h"
 
-#include <isa-l/crc.h>
-
 #include <cstddef>
 #include <cstring>
 
-#include "transport/wire/crc32_avx2.h"
 #include "transport/wire/crc32_kernels.h"
 #include "transport/wire/headers.h"
 
 namespace uroce::wire {
 
+namespace {
+
 // crc32_kernels.h makes the choice of kernel once.
+const Crc32Kernel& chosen() {
+  static const Crc32Kernel& k = crc32_chosen();
+  return k;
+}
+
+}  // namespace
+
 uint32_t crc32_update(uint32_t crc, ConstBytes data) {
-  if (crc32_avx2_chosen()) return crc32_avx2(crc, data.data(), data.size());
-  return crc32_gzip_refl(crc, data.data(), data.size());
+  return chosen().update(crc, data.data(), data.size());
 }
 
 uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
-  if (crc32_avx2_chosen()) return crc32_copy_avx2(crc, dst, src.data(), src.size());
+  const Crc32Kernel& k = chosen();
+  if (k.copy != nullptr) return k.copy(crc, dst, src.data(), src.size());
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
-  return crc32_update(crc, ConstBytes(dst, src.size()));
+  return k.update(crc, dst, src.size());
 }
 
 namespace {
@@ -69,7 +75,7 @@ alignas(16) constexpr PrefixMask kV4Mask = prefix_mask(false);
 alignas(16) constexpr PrefixMask kV6Mask = prefix_mask(true);
 
 // Writes the prefix of the packet whose IP header is at `ip` to out (kV6Prefix bytes of room); returns its
-// length. For the ISA-L path, which needs it in memory.
+// length. For a kernel without a gather, which needs it in memory.
 size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
   const bool v6 = (ip[0] >> 4) == 6;
   const size_t len = v6 ? kV6Prefix : kV4Prefix;
@@ -81,28 +87,31 @@ size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
   return len;
 }
 
-// The ICRC of the prefix followed by `rest`, in one pass: the IP, UDP and BTH headers are read where they
-// lie, masked in registers.
-uint32_t icrc_gather(const uint8_t* ip, std::span<const ConstBytes> rest) {
-  const bool v6 = (ip[0] >> 4) == 6;
-  return v6 ? crc32_avx2_gather(ip, kV6Headers, kV6Mask.m, rest)
-            : crc32_avx2_gather(ip, kV4Headers, kV4Mask.m, rest);
+// The ICRC of the prefix followed by `rest` with kernel k: with its gather in one pass (the IP, UDP and BTH
+// headers are read where they lie, masked in registers), else over a masked copy of the prefix and then
+// each piece.
+uint32_t icrc_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest) {
+  if (k.gather != nullptr) {
+    const bool v6 = (ip[0] >> 4) == 6;
+    return v6 ? k.gather(ip, kV6Headers, kV6Mask.m, rest) : k.gather(ip, kV4Headers, kV4Mask.m, rest);
+  }
+  alignas(16) uint8_t prefix[kV6Prefix];
+  // ~0 as zlib's crc argument is a register starting at 0.
+  uint32_t crc = k.update(~0u, prefix, masked_prefix(ip, prefix));
+  for (ConstBytes piece : rest) crc = k.update(crc, piece.data(), piece.size());
+  return crc;
 }
 
 }  // namespace
 
-uint32_t icrc_begin(const uint8_t* ip) {
-  if (crc32_avx2_chosen()) return icrc_gather(ip, {});
-  alignas(16) uint8_t prefix[kV6Prefix];
-  // ~0 as zlib's crc argument is a register starting at 0.
-  return crc32_update(~0u, ConstBytes(prefix, masked_prefix(ip, prefix)));
-}
+uint32_t icrc_begin(const uint8_t* ip) { return icrc_with(chosen(), ip, {}); }
 
 uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest) {
-  if (crc32_avx2_chosen()) return icrc_gather(ip, rest);
-  uint32_t crc = icrc_begin(ip);
-  for (ConstBytes piece : rest) crc = crc32_update(crc, piece);
-  return crc;
+  return icrc_with(chosen(), ip, rest);
+}
+
+uint32_t icrc_roce_v2_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest) {
+  return icrc_with(k, ip, rest);
 }
 
 uint32_t icrc_roce_v2_contiguous(const uint8_t* ip, const uint8_t* end) {

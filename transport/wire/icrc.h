@@ -17,6 +17,8 @@
 
 namespace uroce::wire {
 
+struct Crc32Kernel;  // crc32_kernels.h
+
 using ConstBytes = std::span<const uint8_t>;
 
 // Raw CRC-32 (zlib-compatible) continuation: crc32_update(crc32_update(0, a), b) == crc32(a || b).
@@ -35,6 +37,9 @@ uint32_t icrc_begin(const uint8_t* ip);
 // that follow the BTH in order (extension headers, payload, pad). Returns the CRC value; the wire bytes are
 // that value stored little-endian (see icrc_store / icrc_load).
 uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest);
+
+// Same, with the given kernel of crc32_kernels() instead of the one chosen for this CPU (tests, benchmarks).
+uint32_t icrc_roce_v2_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest);
 
 // Same, for a contiguous packet: `ip` through `end` (exclusive of the 4 ICRC bytes).
 uint32_t icrc_roce_v2_contiguous(const uint8_t* ip, const uint8_t* end);
