@@ -37,6 +37,7 @@
 #include "fabric/host_mac.h"
 #include "pmd_glue/thread_sched.h"
 #include "provider/control.h"
+#include "provider/fast_clock.h"
 #include "transport/device.h"
 
 namespace uroce::glue {
@@ -158,8 +159,8 @@ class Engine {
 
   std::mutex mu_;
   std::unique_ptr<PacketIo> port_;
-  glue::DpdkPort* dpdk_ = nullptr;  // port_ when it is a DPDK port
-  SteadyClock clock_;
+  glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port
+  const FastClock& clock_ = fast_clock();  // one per process: the CM service's deadlines are compared with it
   std::unique_ptr<Device> dev_;
   std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
   PassHook* hook_ = nullptr;            // under mu_
