@@ -29,7 +29,6 @@ struct IntrGateState {
   bool failed = false;
   bool armed = false;  // the eventfd holds a count, so the interrupt thread keeps coming back
   ThreadSched sched = ThreadSched::kNone;  // what the interrupt thread asked for last (under mu)
-  bool released = true;  // the thread sleeps in epoll (no member): it comes back once join() arms the eventfd
   int efd = -1;
   rte_intr_handle* handle = nullptr;
   std::atomic<uint64_t> passes{0};
@@ -82,7 +81,6 @@ bool IntrGate::join(Member* m) {
   if (!m->gated) return false;
   s.members.push_back(m);
   s.arm();
-  s.released = false;
   return true;
 }
 
@@ -98,26 +96,6 @@ void IntrGate::leave(Member* m) {
   std::lock_guard lock(s.mu);
   s.members.erase(std::remove(s.members.begin(), s.members.end(), m), s.members.end());
   m->gated = false;
-}
-
-bool IntrGate::enter_slow(Member* m) {
-  IntrGateState& s = state();
-  {
-    std::lock_guard lock(s.mu);
-    if (!s.released) return false;  // a pass is under way: busy for a moment
-    s.arm();
-    s.released = false;
-  }
-  // The thread wakes on the eventfd and parks within microseconds unless it has callbacks to run first.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-  while (thread_out_.load(std::memory_order_seq_cst)) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
-  }
-  m->active.fetch_add(1, std::memory_order_seq_cst);
-  if (!thread_out_.load(std::memory_order_seq_cst)) return true;
-  m->active.fetch_sub(1, std::memory_order_release);
-  return false;
 }
 
 void IntrGate::enter_blocking(Member* m) {
@@ -136,8 +114,7 @@ void IntrGate::on_gate(void* arg) {
     s.sched = want;
   }
   if (s.members.empty()) {
-    s.disarm();  // nothing to guard: leave the thread to epoll; thread_out_ stays true
-    s.released = true;
+    s.disarm();  // nothing to guard: leave the thread to epoll until join() arms the eventfd again
     s.releases.fetch_add(1, std::memory_order_relaxed);
     return;
   }

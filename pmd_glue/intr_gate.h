@@ -54,8 +54,9 @@ class IntrGate {
     if (!m->gated) return true;
     m->active.fetch_add(1, std::memory_order_seq_cst);
     if (!thread_out_.load(std::memory_order_seq_cst)) return true;
+    // A pass is under way (or the thread has not parked since join()): busy for a moment.
     m->active.fetch_sub(1, std::memory_order_release);
-    return enter_slow(m);
+    return false;
   }
   // Control calls into the PMD (stop, close) from the port's owner: waits for the interrupt thread to be
   // parked. Never hold it across a wait for the interrupt thread (an alarm, a link coming up).
@@ -77,9 +78,6 @@ class IntrGate {
  private:
   friend struct IntrGateState;
   static void on_gate(void* arg);
-  // The thread is out: during a pass, fail at once; if it was released (the gate had no member), bring it
-  // back and wait for it.
-  static bool enter_slow(Member* m);
   // True while the interrupt thread is outside the gate's callback (and so may run memif's).
   static std::atomic<bool> thread_out_;
   static std::atomic<ThreadSched> sched_want_;

@@ -8,22 +8,13 @@
 
 namespace uroce::wire {
 
-namespace {
-
 // crc32_kernels.h makes the choice of kernel once.
-const Crc32Kernel& chosen() {
-  static const Crc32Kernel& k = crc32_chosen();
-  return k;
-}
-
-}  // namespace
-
 uint32_t crc32_update(uint32_t crc, ConstBytes data) {
-  return chosen().update(crc, data.data(), data.size());
+  return crc32_chosen().update(crc, data.data(), data.size());
 }
 
 uint32_t crc32_copy_update(uint32_t crc, uint8_t* dst, ConstBytes src) {
-  const Crc32Kernel& k = chosen();
+  const Crc32Kernel& k = crc32_chosen();
   if (k.copy != nullptr) return k.copy(crc, dst, src.data(), src.size());
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
   return k.update(crc, dst, src.size());
@@ -87,10 +78,11 @@ size_t masked_prefix(const uint8_t* ip, uint8_t* out) {
   return len;
 }
 
-// The ICRC of the prefix followed by `rest` with kernel k: with its gather in one pass (the IP, UDP and BTH
-// headers are read where they lie, masked in registers), else over a masked copy of the prefix and then
-// each piece.
-uint32_t icrc_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest) {
+}  // namespace
+
+// With the kernel's gather in one pass (the IP, UDP and BTH headers are read where they lie, masked in
+// registers), else over a masked copy of the prefix and then each piece.
+uint32_t icrc_roce_v2_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest) {
   if (k.gather != nullptr) {
     const bool v6 = (ip[0] >> 4) == 6;
     return v6 ? k.gather(ip, kV6Headers, kV6Mask.m, rest) : k.gather(ip, kV4Headers, kV4Mask.m, rest);
@@ -102,16 +94,10 @@ uint32_t icrc_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const Cons
   return crc;
 }
 
-}  // namespace
-
-uint32_t icrc_begin(const uint8_t* ip) { return icrc_with(chosen(), ip, {}); }
+uint32_t icrc_begin(const uint8_t* ip) { return icrc_roce_v2_with(crc32_chosen(), ip, {}); }
 
 uint32_t icrc_roce_v2(const uint8_t* ip, std::span<const ConstBytes> rest) {
-  return icrc_with(chosen(), ip, rest);
-}
-
-uint32_t icrc_roce_v2_with(const Crc32Kernel& k, const uint8_t* ip, std::span<const ConstBytes> rest) {
-  return icrc_with(k, ip, rest);
+  return icrc_roce_v2_with(crc32_chosen(), ip, rest);
 }
 
 uint32_t icrc_roce_v2_contiguous(const uint8_t* ip, const uint8_t* end) {
