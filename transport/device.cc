@@ -366,6 +366,7 @@ uint32_t Device::progress() {
   uint32_t work = 0;
   PktBuf* rx[kBurst];
   uint16_t n = io_->rx_burst(rx, kBurst);
+  pass_now_ = clock_->now_ns();
   for (uint16_t i = 0; i < n; ++i) handle_rx(rx[i]);
   if (n) io_->free_burst(rx, n);
   work += n;
@@ -376,20 +377,24 @@ uint32_t Device::progress() {
     io_->free_burst(&b, 1);
   }
 
-  const uint64_t t = now();
+  // Received packets took time to handle: timers and pacing see the time after them.
+  if (work) pass_now_ = clock_->now_ns();
+  const uint64_t t = pass_now_;
   for (size_t i = 0; i < qp_list_.size(); ++i)
     if (qp_list_[i]->next_timer() <= t) qp_list_[i]->on_timer(t);
 
   pool_empty_ = false;
   flush_tx();
-  if (tx_blocked_) return work;
-  const size_t nqp = qp_list_.size();
-  for (size_t k = 0; k < nqp; ++k) {
-    Qp* qp = qp_list_[(rr_next_ + k) % nqp];
-    if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
+  if (!tx_blocked_) {
+    const size_t nqp = qp_list_.size();
+    for (size_t k = 0; k < nqp; ++k) {
+      Qp* qp = qp_list_[(rr_next_ + k) % nqp];
+      if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
+    }
+    if (nqp) rr_next_ = static_cast<uint32_t>((rr_next_ + 1) % nqp);
+    flush_tx();
   }
-  if (nqp) rr_next_ = static_cast<uint32_t>((rr_next_ + 1) % nqp);
-  flush_tx();
+  pass_now_ = 0;
   return work;
 }
 

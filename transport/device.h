@@ -114,7 +114,9 @@ class Device {
   uint32_t progress();
   // When progress() next has something to do without new packets arriving (kNever: nothing).
   uint64_t next_deadline() const;
-  uint64_t now() const { return clock_->now_ns(); }
+  // The clock's time. Inside progress() it is read once per phase (when the burst arrives, then before the
+  // timers and transmission) and every packet of that phase sees the same time, as a NIC stamps a burst.
+  uint64_t now() const { return pass_now_ ? pass_now_ : clock_->now_ns(); }
 
   // The port's GID table (ibv_query_gid's). Index 0 is DeviceConfig::gid; a device bound to a netdev mirrors
   // its addresses into the other slots and follows them as they change (a zero GID is an empty slot). A QP
@@ -144,6 +146,7 @@ class Device {
   DeviceConfig cfg_;
   PacketIo* io_;
   const Clock* clock_;
+  uint64_t pass_now_ = 0;  // the time of the current progress() phase; 0 outside progress()
   Counters cnt_;
   wire::RxDropCounters drops_;
   cc::Params rp_params_;  // cfg_.cc_params without the notification point's keys: what each QP's RP gets
