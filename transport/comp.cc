@@ -138,6 +138,9 @@ void Qp::comp_ack(uint32_t psn, const Aeth& aeth) {
       if (comp_.sr.active && !comp_.sr.again && !psn_before(comp_.una, comp_.sr.end)) comp_.sr.active = false;
       req_.credits = value == 31 ? -1 : aeth_credit_count(value) - static_cast<int64_t>(req_.credit_msgs_out);
       if (req_.credits < -1) req_.credits = 0;
+      // The responder has nothing left for us to fill: give it time to say so before probing.
+      req_.probe_at =
+          req_.credits == 0 && req_.credit_msgs_out == 0 ? dev_->now() + params::kCreditProbeDelayNs : 0;
       return;
     case AethKind::kRnrNak: {
       ++cnt_.rnr_naks_rcvd;

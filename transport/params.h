@@ -36,6 +36,12 @@ constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at 
 // Notification point: at most one CNP per QP per this, unless the device's CC parameters set
 // min_time_between_cnps (in microseconds, as the ConnectX knob; its firmware default is 4 us).
 constexpr uint64_t kCnpMinIntervalNs = 4000;
+// End-to-end credits: when an ACK said the responder has no receive WQE left and nothing is outstanding, the
+// requester's probe waits this long for the credit update a uroce responder sends as its application posts
+// a receive. A probe that still finds the queue empty costs an RNR NAK and the responder's RNR timer
+// (0.64 ms for perftest's QPs), so the wait is cheap beside it; a responder that sends no updates delays
+// each probe by this much.
+constexpr uint64_t kCreditProbeDelayNs = 50'000;
 // Requester: send times of the last this-many request PSNs, for RTT samples (a power of two).
 constexpr uint32_t kRttRing = 256;
 // Selective repeat (a per-QP option, off by default): the responder holds request packets up to this many

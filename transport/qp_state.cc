@@ -202,6 +202,7 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
       if (sr_) comp_.sr.resent.assign(params::kSrWindow, SrRequester::Resent{});
       // No credits are advertised before the first ACK: send one probe message at a time until then.
       req_.credits = 0;
+      req_.probe_at = 0;
       break;
     case QpState::kSqd:
       attr_.sq_draining = true;
@@ -275,6 +276,7 @@ void Qp::reset_connection() {
   std::fill(resp_.res.begin(), resp_.res.end(), RdAtomicRes{});
   resp_.res_next = 0;
   resp_.unacked_pkts = 0;
+  resp_.zero_credits_sent = false;
   resp_.comm_est = false;
 }
 
@@ -351,6 +353,7 @@ void Qp::flush() {
   send_pkt_ = 0;
   req_.rd_atomic_out = 0;
   req_.credit_msgs_out = 0;
+  req_.probe_at = 0;
   req_.inflight_bytes = 0;
   comp_.retry_deadline = kNever;
   resp_.jobs_count = 0;

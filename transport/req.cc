@@ -115,7 +115,10 @@ ReqWait Qp::req_blocked(const SendWqe& w) const {
     return ReqWait::kRdAtomicLimit;
   // End-to-end flow control (IBA 9.7.7.2): with no credit left, one WQE-consuming message may still be sent
   // as a probe when none is outstanding, so a stalled requester learns when the responder has buffers again.
-  if (consumes_recv_wqe(w.opcode) && req_.credits == 0 && req_.credit_msgs_out > 0) return ReqWait::kNoCredit;
+  // After an ACK that advertised no credit, the probe first waits for a credit update (params.h).
+  if (consumes_recv_wqe(w.opcode) && req_.credits == 0 &&
+      (req_.credit_msgs_out > 0 || (req_.probe_at && dev_->now() < req_.probe_at)))
+    return ReqWait::kNoCredit;
   return ReqWait::kNone;
 }
 

@@ -27,6 +27,13 @@ int Qp::post_recv(const RecvWr& wr) {
   if (init_.srq || init_.xrc != XrcRole::kNone || attr_.qp_state == QpState::kReset) return EINVAL;
   if (int e = rq_->post(wr)) return e;
   if (error()) flush();  // a receive posted in ERR completes at once with WR_FLUSH_ERR
+  // The last ACK told the requester there was no receive WQE left, so it holds its SENDs. Tell it there is
+  // one now with a repeat of that ACK carrying the new credit count, rather than let its probe find out
+  // (params::kCreditProbeDelayNs). Responses already queued carry the count themselves.
+  if (resp_.zero_credits_sent && !error() && !resp_.jobs_count && resp_.seq == RespSeq::kInOrder) {
+    resp_.zero_credits_sent = false;
+    resp_queue_ack(psn_add(resp_.epsn, kPsnMask));
+  }
   return 0;
 }
 
@@ -649,8 +656,9 @@ bool Qp::resp_emit_job(RespJob& job, const cc::IntStack* echo) {
   PacketHeaders h = hdr_;
   h.bth.psn = job.psn;
   h.aeth.msn = job.msn;
-  h.aeth.syndrome =
-      job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, resp_credit_code());
+  const uint8_t credit_code = resp_credit_code();
+  h.aeth.syndrome = job.kind == RespJob::kNak ? job.syndrome : aeth_syndrome(AethKind::kAck, credit_code);
+  if (job.kind == RespJob::kAck) resp_.zero_credits_sent = credit_code == 0;
   if (job.kind == RespJob::kNak && sr_ && resp_.sr.peer_sr &&
       job.syndrome == aeth_syndrome(AethKind::kNak, kNakPsnSeq)) {
     // A requester with selective repeat learns which packets after the gap need no re-send.

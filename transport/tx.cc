@@ -127,7 +127,10 @@ uint64_t Qp::next_timer() const {
 uint64_t Qp::next_tx_time() const {
   uint64_t t = kNever;
   if (resp_.jobs_count) t = resp_.jobs[resp_.jobs_head].kind == RespJob::kRead ? pace_next() : 0;
-  if (req_ready() || sr_resend_pending()) t = std::min(t, std::max(req_.rnr_until, pace_next()));
+  if (req_ready() || sr_resend_pending())
+    t = std::min(t, std::max(req_.rnr_until, pace_next()));
+  else if (req_.probe_at && req_wait() == ReqWait::kNoCredit && req_.credit_msgs_out == 0)
+    t = std::min(t, req_.probe_at);  // the credit probe's wait
   return t;
 }
 

@@ -118,9 +118,11 @@ TEST(Credits, ZeroCreditsAllowOneProbeAtATime) {
   EXPECT_TRUE(env.advance(1'000'000).empty()) << "held while the probe is unanswered";
 
   env.inject_ack(p, AethKind::kAck, 0);  // the responder has no receive WQE left
-  f = env.run();
+  EXPECT_TRUE(env.run().empty()) << "the probe waits for a credit update first";
+  f = env.next();
   ASSERT_EQ(f.size(), 1u) << "still no credit: the next probe only";
   EXPECT_EQ(f[0].psn(), p + 1);
+  EXPECT_EQ(f[0].time_ns, env.now());
 
   env.inject_ack(p + 1, AethKind::kAck, 3);  // three receive WQEs: credit code 3
   f = env.run();
@@ -135,6 +137,55 @@ TEST(Credits, ZeroCreditsAllowOneProbeAtATime) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].psn(), p + 5);
   EXPECT_GE(env.dev->counters()[Counter::kCreditStall], 1u);
+}
+
+// After an ACK that advertised no credit, the probe waits params::kCreditProbeDelayNs: a credit update (a
+// repeat of that ACK with a new count, as a uroce responder sends when its application posts a receive)
+// releases the SENDs at once, with no RNR NAK and no RNR timer.
+TEST(Credits, ACreditUpdateReleasesSendsBeforeTheProbeIsDue) {
+  ProtoEnv env;
+  const uint32_t p = env.opt.sq_psn;
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(env.post(WrOpcode::kSend, 0, 8, i), 0);
+  ASSERT_EQ(env.run().size(), 1u);
+  env.inject_ack(p, AethKind::kAck, 0);
+  EXPECT_TRUE(env.run().empty());
+  EXPECT_EQ(env.dev->next_deadline(), env.now() + params::kCreditProbeDelayNs);
+  EXPECT_TRUE(env.advance(params::kCreditProbeDelayNs - 1).empty());
+  env.inject_ack(p, AethKind::kAck, 2);  // the same PSN again: two receive WQEs now
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), p + 1);
+  EXPECT_EQ(f[1].psn(), p + 2);
+  EXPECT_EQ(env.dev->counters()[Counter::kDuplicateResponse], 0u);
+}
+
+// The responder's half: once an ACK said it had no receive WQE, the next receive posted sends that ACK
+// again with the new count; a receive posted while credits were advertised sends nothing.
+TEST(Credits, AResponderThatRanOutSendsAnUpdateWhenAReceiveIsPosted) {
+  ProtoEnv env;
+  const uint32_t q = env.opt.rq_psn;
+  ASSERT_EQ(env.post_recv(0, 1024, 1), 0);
+  PacketHeaders h = env.peer_headers(op::kRcSendOnly, q);
+  h.bth.ackreq = true;
+  env.inject(h, test::pattern(64, 1));
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcAck);
+  EXPECT_EQ(f[0].psn(), q);
+  EXPECT_EQ(f[0].aeth_value(), 0) << "no receive WQE left: credit code 0";
+
+  ASSERT_EQ(env.post_recv(1024, 1024, 2), 0);
+  ASSERT_EQ(env.post_recv(2048, 1024, 3), 0);
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u) << "one update, queued by the first receive posted";
+  EXPECT_EQ(f[0].opcode(), op::kRcAck);
+  EXPECT_EQ(f[0].psn(), q);
+  EXPECT_EQ(f[0].h.aeth.msn, 1u);
+  EXPECT_EQ(f[0].aeth_kind(), AethKind::kAck);
+  EXPECT_EQ(aeth_credit_count(f[0].aeth_value()), 2) << "the count as the update leaves";
+
+  ASSERT_EQ(env.post_recv(3072, 1024, 4), 0);
+  EXPECT_TRUE(env.run().empty()) << "credits were advertised: no update";
 }
 
 TEST(Credits, WritesAndReadsNeedNoCredit) {
