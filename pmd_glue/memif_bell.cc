@@ -1,10 +1,8 @@
 #include "pmd_glue/memif_bell.h"
 
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,24 +15,6 @@ namespace {
 constexpr size_t kPageBytes = 4096;
 // Each end's flag on its own cache line, apart from the other's.
 constexpr size_t kSlotOffset[2] = {64, 128};
-// Each end's "I use membarrier" word, written when it opens and read by the other on every burst.
-constexpr size_t kMembarrierOffset[2] = {192, 196};
-
-std::atomic<bool> membarrier_allowed{true};
-
-long membarrier(int cmd) { return syscall(SYS_membarrier, cmd, 0, 0); }
-
-// Registers this process for MEMBARRIER_CMD_GLOBAL_EXPEDITED, once. False where the kernel (or a sandbox:
-// seccomp, valgrind) does not offer it.
-bool membarrier_registered() {
-  static const bool ok = [] {
-    const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
-    return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 &&
-           (cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0 &&
-           membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
-  }();
-  return ok;
-}
 
 std::string sys_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -100,14 +80,9 @@ std::unique_ptr<MemifBell> MemifBell::open(const std::string& socket, uint32_t i
     return nullptr;
   }
   b->page_ = p;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2; ++i)
     b->slot_[i] = reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(p) + kSlotOffset[i]);
-    b->mb_slot_[i] = reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(p) + kMembarrierOffset[i]);
-  }
   b->mine().store(0, std::memory_order_relaxed);  // a flag left by an end that died asleep
-  // Decided before the link can carry a frame, so every sleep after the peer can see the word uses it.
-  b->membarrier_ = membarrier_allowed.load(std::memory_order_relaxed) && membarrier_registered();
-  b->mb_slot_[server ? 0 : 1]->store(b->membarrier_ ? 1 : 0, std::memory_order_seq_cst);
   b->own_fd_ = open_fifo(fifo_path(socket, id, server), create, err);
   if (b->own_fd_ < 0) return nullptr;
   b->peer_fd_ = open_fifo(fifo_path(socket, id, !server), create, err);
@@ -121,15 +96,7 @@ MemifBell::~MemifBell() {
   if (peer_fd_ >= 0) ::close(peer_fd_);
 }
 
-void MemifBell::arm() {
-  mine().store(1, std::memory_order_relaxed);
-  // A full fence on this CPU and on each CPU running a registered process: the flag is seen by a
-  // transmitter that did not fence, or its frames are seen by the look at the ring that follows.
-  if (!membarrier_ || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-
-void MemifBell::allow_membarrier(bool allow) { membarrier_allowed.store(allow, std::memory_order_relaxed); }
+void MemifBell::arm() { mine().store(1, std::memory_order_seq_cst); }
 
 void MemifBell::disarm() {
   mine().store(0, std::memory_order_relaxed);

@@ -13,12 +13,6 @@
 // the transmitter publishes frames in the ring, then reads the flag. With a full fence on each side one of
 // them sees the other's store, so a frame never waits for a sleeper that missed it. The transmitter
 // clears the flag as it rings, so a sleep costs the peer at most one write().
-// The transmitter's fence is the costly half: it waits until the ring's stores, on cache lines the peer is
-// polling, have left this core, on every burst. Where the kernel offers membarrier(2)'s global expedited
-// command, each end registers for it and says so in the page; the sleeper then issues that barrier after
-// setting its flag (it runs a full fence on every CPU that is running a registered process, the
-// transmitter's among them), and a registered transmitter whose peer says so needs no fence of its own. A
-// sleep costs one more system call and one interrupt on the transmitter's CPU; a burst costs a load.
 //
 // The bell is a wake-up hint, never needed for correctness: an end whose peer has no bell (another memif
 // program, an older uroce, files it may not open) still receives everything, at its nap's pace.
@@ -54,22 +48,12 @@ class MemifBell {
   bool armed() const { return mine().load(std::memory_order_relaxed) != 0; }
 
   // After frames were published in the ring towards the peer: rings the peer's bell if it sleeps on it.
-  // True when it rang. When the peer is awake: two loads, or a full fence and a load where the ends cannot
-  // both use membarrier.
+  // True when it rang. One full fence and one load when the peer is awake.
   bool ring_if_armed() {
-    if (membarrier_ && peer_membarrier().load(std::memory_order_relaxed) != 0)
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // the sleeper's membarrier orders this CPU
-    else
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (theirs().load(std::memory_order_relaxed) == 0) return false;
     return ring_slow();
   }
-
-  // True when this end registered for membarrier's global expedited barrier (see above).
-  bool uses_membarrier() const { return membarrier_; }
-  // Whether bells opened from now on may use membarrier (default: yes, where the kernel has it). For tests
-  // of the fence-only protocol.
-  static void allow_membarrier(bool allow);
 
   uint64_t rings() const { return rings_.load(std::memory_order_relaxed); }
 
@@ -84,7 +68,6 @@ class MemifBell {
   MemifBell() = default;
   std::atomic<uint32_t>& mine() const { return *slot_[server_ ? 0 : 1]; }
   std::atomic<uint32_t>& theirs() const { return *slot_[server_ ? 1 : 0]; }
-  std::atomic<uint32_t>& peer_membarrier() const { return *mb_slot_[server_ ? 1 : 0]; }
   bool ring_slow();
 
   std::string socket_;
@@ -92,8 +75,6 @@ class MemifBell {
   bool server_ = false;
   void* page_ = nullptr;
   std::atomic<uint32_t>* slot_[2] = {nullptr, nullptr};
-  std::atomic<uint32_t>* mb_slot_[2] = {nullptr, nullptr};  // per end: 1 when it uses membarrier
-  bool membarrier_ = false;
   int own_fd_ = -1;   // our FIFO, opened read-write so that it never reports end-of-file
   int peer_fd_ = -1;  // the peer's FIFO, opened read-write so that opening never waits for its reader
   std::atomic<uint64_t> rings_{0};
