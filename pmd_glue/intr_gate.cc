@@ -102,6 +102,11 @@ void IntrGate::enter_blocking(Member* m) {
   while (!try_enter(m)) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+unsigned IntrGate::next_slot() {
+  static std::atomic<unsigned> next{0};
+  return std::min(next.fetch_add(1, std::memory_order_relaxed), kSlots - 1);
+}
+
 uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relaxed); }
 uint64_t IntrGate::releases() { return state().releases.load(std::memory_order_relaxed); }
 
@@ -132,7 +137,7 @@ void IntrGate::on_gate(void* arg) {
   // thread_out_ and backs off, so each wait is at most one burst long.
   thread_out_.store(true, std::memory_order_seq_cst);
   for (Member* m : s.members)
-    while (m->active.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    while (m->busy()) std::this_thread::yield();
   s.passes.fetch_add(1, std::memory_order_relaxed);
 }
 

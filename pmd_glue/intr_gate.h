@@ -36,10 +36,23 @@ class IntrGate {
   static constexpr std::chrono::milliseconds kPeriod{2};
   static constexpr std::chrono::milliseconds kSettledPeriod{20};
 
+  // The bursts and control calls of a port now running, counted per thread: a thread's own slot has one
+  // writer, so leaving a burst is a plain store. (Any locked instruction there would wait until the
+  // ring's stores, on cache lines the peer is polling, have left this core: a full fence after every
+  // burst.) Threads beyond the first kSlots - 1 share the last slot, with atomic adds.
+  static constexpr unsigned kSlots = 16;
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> n{0};
+  };
   struct Member {
-    std::atomic<uint32_t> active{0};  // bursts and control calls of this port now running
-    bool gated = false;               // false if the gate could not be installed: nothing is held back
-    int port = -1;                    // the ethdev, once created (under the gate's lock: set_port)
+    Slot slots[kSlots];
+    bool gated = false;  // false if the gate could not be installed: nothing is held back
+    int port = -1;       // the ethdev, once created (under the gate's lock: set_port)
+    bool busy() const {
+      for (const Slot& s : slots)
+        if (s.n.load(std::memory_order_seq_cst) != 0) return true;
+      return false;
+    }
   };
 
   // Before the port's device is created. False (and m->gated false) if the gate could not be set up.
@@ -52,17 +65,26 @@ class IntrGate {
   // Datapath: true if a burst may run now; then exit(m) when it is done.
   static bool try_enter(Member* m) {
     if (!m->gated) return true;
-    m->active.fetch_add(1, std::memory_order_seq_cst);
+    // Our count up, then a full fence, then the flag: the gate, which sets the flag and then reads the
+    // counts, either sees this burst or is seen by it.
+    const unsigned i = thread_slot();
+    std::atomic<uint32_t>& n = m->slots[i].n;
+    if (i + 1 < kSlots) {
+      n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    } else {
+      n.fetch_add(1, std::memory_order_seq_cst);
+    }
     if (!thread_out_.load(std::memory_order_seq_cst)) return true;
     // A pass is under way (or the thread has not parked since join()): busy for a moment.
-    m->active.fetch_sub(1, std::memory_order_release);
+    leave_slot(m);
     return false;
   }
   // Control calls into the PMD (stop, close) from the port's owner: waits for the interrupt thread to be
   // parked. Never hold it across a wait for the interrupt thread (an alarm, a link coming up).
   static void enter_blocking(Member* m);
   static void exit(Member* m) {
-    if (m->gated) m->active.fetch_sub(1, std::memory_order_release);
+    if (m->gated) leave_slot(m);
   }
 
   // Times the interrupt thread was let out, and times it was let go to sleep in epoll (the gate had no
@@ -77,6 +99,20 @@ class IntrGate {
 
  private:
   friend struct IntrGateState;
+  // This thread's slot in every member (the same index in each), given on its first burst.
+  static unsigned thread_slot() {
+    thread_local const unsigned slot = next_slot();
+    return slot;
+  }
+  static unsigned next_slot();
+  static void leave_slot(Member* m) {
+    const unsigned i = thread_slot();
+    std::atomic<uint32_t>& n = m->slots[i].n;
+    if (i + 1 < kSlots)
+      n.store(n.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    else
+      n.fetch_sub(1, std::memory_order_release);
+  }
   static void on_gate(void* arg);
   // True while the interrupt thread is outside the gate's callback (and so may run memif's).
   static std::atomic<bool> thread_out_;
