@@ -20,6 +20,7 @@
 #include "pmd_glue/loopback.h"
 #include "provider/gid_text.h"
 #include "provider/netdev_link.h"
+#include "provider/progress_policy.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
 #include "transport/wire/address.h"
@@ -326,7 +327,9 @@ void Engine::run() {
         nap = kMinNapNs;
         continue;
       }
-      if (now - last_work < spin_ns_ || since_app < spin_ns_) continue;
+      if (keep_spinning(now - last_work, since_app, spin_ns_, app_cpu_.load(std::memory_order_relaxed),
+                        sched_getcpu()))
+        continue;
       if (blind && now + nap < deadline) {
         sleep_ns = nap;
         nap = std::min(nap * 2, now - last_work < kIdleAfterNs ? kBusyMaxNapNs : kIdleMaxNapNs);

@@ -13,8 +13,9 @@
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
 //            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
 //            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us
-//            doubling to 1 ms (20 ms after a second of idleness). req_notify_cq rings it at once: the
-//            application is about to block.
+//            doubling to 1 ms (20 ms after a second of idleness). It does not spin on the CPU the
+//            application last called from (progress_policy.h): there it sleeps at once and leaves the
+//            CPU to the application. req_notify_cq rings it at once: the application is about to block.
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
 // Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt (tap's,
 // or on memif the bell the peer rings when it transmits to a sleeper, pmd_glue/memif_bell.h), and the next
@@ -22,6 +23,8 @@
 // The thread, and DPDK's interrupt thread on a memif port, ask for a short EEVDF slice so that they preempt
 // spinning pollers when they wake (UROCE_ENGINE_SCHED, pmd_glue/thread_sched.h, docs/latency.md).
 #pragma once
+
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -118,6 +121,7 @@ class Engine {
     if (now - app_last_ns_.load(std::memory_order_relaxed) > kAppGapNs)
       app_gap_ns_.store(now, std::memory_order_relaxed);
     app_last_ns_.store(now, std::memory_order_relaxed);
+    app_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     app_inside_.fetch_add(1, std::memory_order_relaxed);
   }
   // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
@@ -170,6 +174,7 @@ class Engine {
   std::atomic<bool> sleeping_{false};        // the progress thread is in its io_uring wait
   std::atomic<uint64_t> app_last_ns_{0};  // when an application thread last entered or left a datapath verb
   std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
+  std::atomic<int> app_cpu_{-1};          // the CPU an application thread last entered a verb on
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
   std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
   const glue::ThreadSched sched_want_;
