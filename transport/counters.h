@@ -29,6 +29,7 @@ namespace uroce {
   X(kGhostResponse, "ghost_response")           \
   X(kAcksSent, "acks_sent")                     \
   X(kCreditStall, "credit_stalls")              \
+  X(kCreditUpdateSent, "credit_updates_sent")   \
   X(kCnpSent, "cnp_sent")                       \
   X(kCnpRcvd, "cnp_handled")                    \
   X(kEcnMarked, "ecn_marked_packets")           \

@@ -33,6 +33,7 @@ int Qp::post_recv(const RecvWr& wr) {
   if (resp_.zero_credits_sent && !error() && !resp_.jobs_count && resp_.seq == RespSeq::kInOrder) {
     resp_.zero_credits_sent = false;
     resp_queue_ack(psn_add(resp_.epsn, kPsnMask));
+    dev_->cnt().add(Counter::kCreditUpdateSent);
   }
   return 0;
 }

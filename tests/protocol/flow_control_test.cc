@@ -183,6 +183,7 @@ TEST(Credits, AResponderThatRanOutSendsAnUpdateWhenAReceiveIsPosted) {
   EXPECT_EQ(f[0].h.aeth.msn, 1u);
   EXPECT_EQ(f[0].aeth_kind(), AethKind::kAck);
   EXPECT_EQ(aeth_credit_count(f[0].aeth_value()), 2) << "the count as the update leaves";
+  EXPECT_EQ(env.dev->counters()[Counter::kCreditUpdateSent], 1u);
 
   ASSERT_EQ(env.post_recv(3072, 1024, 4), 0);
   EXPECT_TRUE(env.run().empty()) << "credits were advertised: no update";
