@@ -40,7 +40,7 @@ enum class ReqWait : uint8_t {
   kSqDrain,        // SQD: nothing new starts
   kFence,          // a fenced WQE waits for the READs/ATOMICs before it
   kRdAtomicLimit,  // max_rd_atomic READs/ATOMICs are outstanding
-  kNoCredit,  // end-to-end flow control: no credit, and a probe is outstanding or due later (IBA 9.7.7.2)
+  kNoCredit,       // end-to-end flow control: no credit, a probe out or not yet due (IBA 9.7.7.2)
 };
 inline constexpr std::string_view kReqWaitNames[] = {
     "none", "idle", "qp_state", "local_error", "window", "sq_drain", "fence", "rd_atomic_limit", "no_credit"};
@@ -55,8 +55,9 @@ struct Requester {
   uint64_t rnr_until = 0;        // no transmission before this (RNR NAK back-off)
   int64_t credits = 0;           // end-to-end credits left; < 0 = no limit advertised
   uint32_t credit_msgs_out = 0;  // WQE-consuming messages sent and not acknowledged
-  uint64_t probe_at = 0;  // no credit and nothing outstanding after an ACK that said so: no probe before this
-  uint64_t inflight_bytes = 0;  // payload bytes sent and not acknowledged (the CC window's measure)
+  uint64_t inflight_bytes = 0;   // payload bytes sent and not acknowledged (the CC window's measure)
+  // After an ACK that left no credit with nothing outstanding: no probe before this (0: none pending).
+  uint64_t probe_at = 0;
 };
 
 // --- Completer ---
@@ -192,8 +193,8 @@ struct Responder {
   std::vector<RespJob> jobs;  // ring, in PSN order
   uint32_t jobs_head = 0, jobs_count = 0;
   uint32_t unacked_pkts = 0;
-  bool zero_credits_sent =
-      false;                 // the last ACK advertised no credit: the next receive posted sends an update
+  // The last ACK advertised no credit: the next receive posted sends the requester an update.
+  bool zero_credits_sent = false;
   uint64_t next_cnp_ns = 0;  // NP: no CNP before this (min_time_between_cnps)
   bool ce_echo = false;      // a request arrived CE-marked since the last ACK: the next one sets BECN
   cc::IntStack echo_int;     // the INT stack of the latest request, for the next response to carry back
