@@ -2,12 +2,28 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <stdlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 
 namespace uroce::glue::test {
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/uroce-glue-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
 
 namespace {
 

@@ -11,6 +11,19 @@
 
 namespace uroce::glue::test {
 
+// A fresh directory under /tmp for a test's sockets and bell files, removed with its contents at the end.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 constexpr uint16_t kTestEtherType = 0x88B5;  // IEEE 802 local experimental: nobody else sends it
 constexpr uint32_t kTagEcho = 0xEC0EC0;      // glue_peer echo rewrites frames to this tag
 constexpr uint32_t kTagStop = 0x5709;        // tells glue_peer echo to exit

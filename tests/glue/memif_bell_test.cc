@@ -11,22 +11,12 @@
 #include <thread>
 
 #include "pmd_glue/memif_bell.h"
+#include "tests/glue/frame_exchange.h"
 
 namespace uroce::glue {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/uroce-bell-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // Both ends of one bell.
 struct BellPair {

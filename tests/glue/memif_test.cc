@@ -25,18 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/uroce-glue-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 std::unique_ptr<DpdkPort> open_or_fail(const std::string& spec) {
   std::string err;
