@@ -117,9 +117,9 @@ class Engine {
   // A gap longer than kAppGapNs since the previous entry (the application spun on memory, computed, slept)
   // is stamped too: the progress thread counts an application as polling only while it sees no gaps.
   void app_enter() {
-    const uint64_t now = clock_.now_ns();
-    if (now - app_last_ns_.load(std::memory_order_relaxed) > kAppGapNs)
-      app_gap_ns_.store(now, std::memory_order_relaxed);
+    const uint64_t now = clock_.now_ns_unordered();
+    const uint64_t last = app_last_ns_.load(std::memory_order_relaxed);  // may be a little ahead of `now`
+    if (now > last && now - last > kAppGapNs) app_gap_ns_.store(now, std::memory_order_relaxed);
     app_last_ns_.store(now, std::memory_order_relaxed);
     app_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     app_inside_.fetch_add(1, std::memory_order_relaxed);
@@ -128,7 +128,7 @@ class Engine {
   // large message, or a wait for the lock, may keep it inside for tens of microseconds).
   void app_leave() {
     app_inside_.fetch_sub(1, std::memory_order_relaxed);
-    app_last_ns_.store(clock_.now_ns(), std::memory_order_relaxed);
+    app_last_ns_.store(clock_.now_ns_unordered(), std::memory_order_relaxed);
   }
   static constexpr uint64_t kAppGapNs = 3'000;
   // Scope of one datapath verb call.

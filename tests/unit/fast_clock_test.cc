@@ -57,6 +57,19 @@ TEST(FastClock, KeepsSteadyClocksRateAndOrigin) {
   EXPECT_LE(t, b + 100'000);
 }
 
+// The unordered reading is the same clock: it lands between ordered readings around it (give or take the few
+// nanoseconds RDTSC may run ahead), on the TSC and on the steady_clock fallback alike.
+TEST(FastClock, AnUnorderedReadingIsTheSameClock) {
+  const FastClock steady_only(false);
+  for (const FastClock* clock : {&fast_clock(), &steady_only}) {
+    for (int i = 0; i < 1000; ++i) {
+      const uint64_t a = clock->now_ns(), u = clock->now_ns_unordered(), b = clock->now_ns();
+      ASSERT_GE(u + 1'000, a) << "reading " << i;
+      ASSERT_LE(u, b + 1'000) << "reading " << i;
+    }
+  }
+}
+
 TEST(FastClock, NeverGoesBackOnAnyThread) {
   const FastClock& clock = fast_clock();
   std::atomic<uint64_t> latest{0};
