@@ -321,7 +321,7 @@ int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   }
   if (err) *bad = wr;
   // A receive posted after the QP advertised no credit queues a credit update for the peer: send it now.
-  if (qp->has_tx_work()) e.progress_locked();
+  if (qp->has_responses()) e.progress_locked();
   return err;
 }
 

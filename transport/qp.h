@@ -126,6 +126,7 @@ class Qp {
   void on_timer(uint64_t now);                      // comp.cc
   uint32_t transmit(uint32_t budget);               // tx.cc: responses, then requests: packets sent
   bool has_tx_work() const;
+  bool has_responses() const { return resp_.jobs_count != 0; }  // ACKs or READ responses queued
   uint64_t next_timer() const;    // when on_timer must run: retransmit and CC timers
   uint64_t next_tx_time() const;  // when transmit() could send (0: now; kNever: waits for a response)
   bool error() const { return attr_.qp_state == QpState::kErr; }

@@ -127,10 +127,11 @@ uint64_t Qp::next_timer() const {
 uint64_t Qp::next_tx_time() const {
   uint64_t t = kNever;
   if (resp_.jobs_count) t = resp_.jobs[resp_.jobs_head].kind == RespJob::kRead ? pace_next() : 0;
-  if (req_ready() || sr_resend_pending())
+  const ReqWait w = req_wait();
+  if (w == ReqWait::kNone || sr_resend_pending())
     t = std::min(t, std::max(req_.rnr_until, pace_next()));
-  else if (req_.probe_at && req_wait() == ReqWait::kNoCredit && req_.credit_msgs_out == 0)
-    t = std::min(t, req_.probe_at);  // the credit probe's wait
+  else if (w == ReqWait::kNoCredit && req_.credit_msgs_out == 0)
+    t = std::min(t, req_.probe_at);  // the credit probe's wait (kNoCredit with none out: probe_at is set)
   return t;
 }
 
