@@ -33,7 +33,9 @@ class FastClock final : public Clock {
   // already published, but RDTSC then overlaps the work around it instead of waiting for it (the LFENCE
   // and RDTSC of now_ns() were over half of an empty poll_cq's own samples). For stamps that need only be
   // about right, such as when an application thread last called in.
-  uint64_t now_ns_unordered() const { return tsc_ ? from_tsc(__builtin_ia32_rdtsc()) : steady_.now_ns(); }
+  uint64_t now_ns_unordered() const override {
+    return tsc_ ? from_tsc(__builtin_ia32_rdtsc()) : steady_.now_ns();
+  }
   bool uses_tsc() const { return tsc_; }
   // Nanoseconds per TSC tick, for tests and diagnostics (0 when the TSC is not used).
   double ns_per_tick() const { return tsc_ ? static_cast<double>(ns_per_tick_q32_) / 4294967296.0 : 0; }

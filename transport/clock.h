@@ -11,6 +11,9 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual uint64_t now_ns() const = 0;
+  // A reading that need not be ordered after the loads and stores before it, where that is cheaper (see
+  // provider/fast_clock.h). Callers keep their own maximum if they compare it with ordered readings.
+  virtual uint64_t now_ns_unordered() const { return now_ns(); }
 };
 
 class SteadyClock final : public Clock {
@@ -22,15 +25,19 @@ class SteadyClock final : public Clock {
   }
 };
 
-// A clock that moves only when told to. Single-threaded.
+// A clock that moves only when told to. Single-threaded. Its unordered readings can be made to lag behind
+// the ordered ones, as an unfenced read on one CPU may lag a fenced one just taken on another.
 class ManualClock final : public Clock {
  public:
   uint64_t now_ns() const override { return now_; }
+  uint64_t now_ns_unordered() const override { return now_ > lag_ ? now_ - lag_ : 0; }
   void set(uint64_t t) { now_ = t; }
   void advance(uint64_t dt) { now_ += dt; }
+  void set_unordered_lag(uint64_t ns) { lag_ = ns; }
 
  private:
   uint64_t now_ = 0;
+  uint64_t lag_ = 0;
 };
 
 constexpr uint64_t kNever = UINT64_MAX;

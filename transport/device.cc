@@ -366,7 +366,7 @@ uint32_t Device::progress() {
   uint32_t work = 0;
   PktBuf* rx[kBurst];
   uint16_t n = io_->rx_burst(rx, kBurst);
-  pass_now_ = clock_->now_ns();
+  pass_now_ = latest(clock_->now_ns_unordered());
   for (uint16_t i = 0; i < n; ++i) handle_rx(rx[i]);
   if (n) io_->free_burst(rx, n);
   work += n;
@@ -378,7 +378,7 @@ uint32_t Device::progress() {
   }
 
   // Received packets took time to handle: timers and pacing see the time after them.
-  if (work) pass_now_ = clock_->now_ns();
+  if (work) pass_now_ = latest(clock_->now_ns_unordered());
   const uint64_t t = pass_now_;
   for (size_t i = 0; i < qp_list_.size(); ++i)
     if (qp_list_[i]->next_timer() <= t) qp_list_[i]->on_timer(t);

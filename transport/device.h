@@ -116,7 +116,8 @@ class Device {
   uint64_t next_deadline() const;
   // The clock's time. Inside progress() it is read once per phase (when the burst arrives, then before the
   // timers and transmission) and every packet of that phase sees the same time, as a NIC stamps a burst.
-  uint64_t now() const { return pass_now_ ? pass_now_ : clock_->now_ns(); }
+  // Never earlier than a time the device handed out before.
+  uint64_t now() const { return pass_now_ ? pass_now_ : latest(clock_->now_ns()); }
 
   // The port's GID table (ibv_query_gid's). Index 0 is DeviceConfig::gid; a device bound to a netdev mirrors
   // its addresses into the other slots and follows them as they change (a zero GID is an empty slot). A QP
@@ -140,13 +141,21 @@ class Device {
 
   void handle_rx(PktBuf* buf);
   void flush_tx();
+  // The larger of t and every time handed out so far. A pass reads the clock unordered (it need not wait for
+  // the loads before it, such as the rx ring's): such a reading may be a little older than one another
+  // thread took under the device's lock just before, and an interval computed from the two must not wrap.
+  uint64_t latest(uint64_t t) const {
+    if (t > last_now_) last_now_ = t;
+    return last_now_;
+  }
   int check_qp_init(const QpInitAttr& init) const;
   void place_qp(uint32_t qpn, Pd* pd, const QpInitAttr& init, Qp** out);
 
   DeviceConfig cfg_;
   PacketIo* io_;
   const Clock* clock_;
-  uint64_t pass_now_ = 0;  // the time of the current progress() phase; 0 outside progress()
+  uint64_t pass_now_ = 0;          // the time of the current progress() phase; 0 outside progress()
+  mutable uint64_t last_now_ = 0;  // the latest time handed out (latest())
   Counters cnt_;
   wire::RxDropCounters drops_;
   cc::Params rp_params_;  // cfg_.cc_params without the notification point's keys: what each QP's RP gets

@@ -97,6 +97,22 @@ TEST_F(CcRequester, AnAckGivesOnAckTheRttOfThePacketItAcknowledges) {
   EXPECT_EQ(rec->acks[1].bytes, 2000u);
 }
 
+// A pass reads the clock without ordering (cheaper); such a reading can lag one taken with order just
+// before, on another thread. The algorithm never sees the device's time go back.
+TEST_F(CcRequester, TimeNeverGoesBackWhenAPassReadsALaggingClock) {
+  env.clock.set_unordered_lag(500);
+  const uint64_t before = env.dev->now();  // outside a pass: the ordered reading
+  ASSERT_EQ(before, 1'000'000u);
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 1, 0x1000, 1), 0);
+  ASSERT_EQ(env.run().size(), 1u);
+  env.inject_ack(p);
+  env.run();
+  ASSERT_EQ(rec->acks.size(), 1u);
+  EXPECT_EQ(rec->acks[0].now, before) << "the pass's lagging reading, raised to the time handed out before";
+  env.clock.advance(2'000);
+  EXPECT_EQ(env.dev->now(), 1'002'000u) << "and moves on with the clock";
+}
+
 TEST_F(CcRequester, ARetransmittedPacketGivesNoSample) {
   ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 1, 0x1000, 1), 0);
   ASSERT_EQ(env.run().size(), 1u);
