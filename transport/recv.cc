@@ -7,12 +7,6 @@ namespace uroce {
 
 using namespace wire;
 
-namespace {
-
-bool is_zero(const MacAddr& m) { return m == MacAddr{}; }
-
-}  // namespace
-
 // A connected QP takes packets only from the far end of its path, as Linux rxe checks them (rxe_recv.c,
 // check_addr): the source IP must be the path's destination GID in the same IP family, and the source MAC
 // the one frames to the peer are sent to. Without this, anyone on the segment who guesses a QPN and a PSN
@@ -24,7 +18,7 @@ Counter Qp::check_source(const ParsedPacket& pkt) const {
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kErr) return Counter::kCount;
   if (pkt.ipv6 != hdr_.ip.ipv6) return Counter::kDropIpFamily;
   if (pkt.ip_src() != hdr_.ip.dst) return Counter::kDropSrcAddr;
-  if (!is_zero(hdr_.eth.dst) && pkt.eth_src() != hdr_.eth.dst) return Counter::kDropSrcMac;
+  if (!mac_is_zero(hdr_.eth.dst) && !mac_equal(pkt.eth_src(), hdr_.eth.dst)) return Counter::kDropSrcMac;
   return Counter::kCount;
 }
 
@@ -41,7 +35,7 @@ void Device::handle_rx(PktBuf* buf) {
   // Link layer: a frame for another station (a promiscuous port sees them) or another VLAN is not ours. A
   // priority tag (VLAN 0) is allowed on an untagged device: it only carries the PCP.
   const MacAddr dmac = pkt.eth_dst();
-  if (!is_zero(cfg_.mac) && dmac != cfg_.mac && !(dmac[0] & 1)) {
+  if (!mac_is_zero(cfg_.mac) && !mac_equal(dmac, cfg_.mac) && !(dmac[0] & 1)) {
     cnt_.add(Counter::kDropDstMac);
     return;
   }

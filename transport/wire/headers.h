@@ -22,6 +22,19 @@ constexpr size_t kIcrcLen = 4;
 using MacAddr = std::array<uint8_t, 6>;
 using Ipv6Addr = std::array<uint8_t, 16>;
 
+// MAC addresses compared as one 4-byte and one 2-byte load: std::array's == calls memcmp for six bytes,
+// which was ~4% of a receiving engine's time with two comparisons per frame.
+inline bool mac_equal(const MacAddr& a, const MacAddr& b) {
+  uint32_t a4, b4;
+  uint16_t a2, b2;
+  __builtin_memcpy(&a4, a.data(), 4);
+  __builtin_memcpy(&b4, b.data(), 4);
+  __builtin_memcpy(&a2, a.data() + 4, 2);
+  __builtin_memcpy(&b2, b.data() + 4, 2);
+  return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
+}
+inline bool mac_is_zero(const MacAddr& m) { return mac_equal(m, MacAddr{}); }
+
 #pragma pack(push, 1)
 
 struct EthHdr {
