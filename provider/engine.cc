@@ -15,6 +15,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "pmd_glue/dpdk_eal.h"
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/intr_gate.h"
 #include "pmd_glue/loopback.h"
@@ -183,6 +184,7 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"rx_oversize", s.rx_oversize},
             {"rx_chain_drop", s.rx_chain_drop},
             {"bell_rings", s.bell_rings},  // memif: the peer was asleep on its bell and we woke it
+            {"engine_pool_cache", thread_cached_.load(std::memory_order_relaxed) ? 1u : 0u},
             {"link_up", dpdk_->link_up() ? 1u : 0u},
             // The MAC's flow control: pause frames received, frames a pause or missing credit held, time
             // paused with frames waiting, link credit updates.
@@ -294,6 +296,11 @@ void Engine::run() {
                  "that allows it); the progress thread has the short slice only\n",
                  glue::kBoostNice);
   if (dpdk_) glue::IntrGate::set_thread_sched(sched_want_);
+  // An lcore id for this thread, so that the buffers its bursts allocate and free come from a per-thread
+  // cache of the port's pool rather than the pool's shared ring (a locked ring operation per burst, ~8% of
+  // a receiving engine's time). The thread that started DPDK has one already.
+  const bool lcore = dpdk_ && glue::Eal::register_thread();
+  thread_cached_.store(lcore, std::memory_order_relaxed);
   uint64_t last_work = clock_.now_ns();
   uint64_t nap = kMinNapNs;
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
@@ -363,6 +370,7 @@ void Engine::run() {
     last_work = clock_.now_ns();
   }
   sleeper_.reset();  // on this thread too (above)
+  if (lcore) glue::Eal::unregister_thread();
 }
 
 uint32_t Engine::pass_locked() {

@@ -172,6 +172,7 @@ class Engine {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
   std::atomic<bool> sleeping_{false};        // the progress thread is in its io_uring wait
+  std::atomic<bool> thread_cached_{false};   // the progress thread has a DPDK lcore id (its pool cache)
   std::atomic<uint64_t> app_last_ns_{0};  // when an application thread last entered or left a datapath verb
   std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
   std::atomic<int> app_cpu_{-1};          // the CPU an application thread last entered a verb on

@@ -5,13 +5,13 @@
 # thread (uroce-engine) and DPDK's interrupt thread (eal-intr-thread) at se.slice 100000 ns, and its own
 # main thread at the kernel's default; with UROCE_ENGINE_SCHED=boost both also get nice -10 (as root; the
 # slice alone and a note on stderr without CAP_SYS_NICE); with UROCE_ENGINE_SCHED=none no thread has the
-# short slice.
-# /proc/PID/task/TID/sched shows se.slice on Linux >= 6.12; on older kernels the test skips.
+# short slice. Before that, on any kernel: the progress thread has a DPDK lcore id, so its bursts use a
+# per-thread cache of the port's buffer pool (`uroce stats` port_stats engine_pool_cache=1).
+# /proc/PID/task/TID/sched shows se.slice on Linux >= 6.12; on older kernels the rest of the test skips.
 set -u
 uroce=$1
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
 uroce_require_setup "$uroce"
-grep -q '^se.slice' /proc/self/sched 2>/dev/null || { echo "SKIP: no se.slice in /proc/self/sched (Linux < 6.12)"; exit 77; }
 dir=$(mktemp -d)
 export XDG_RUNTIME_DIR=$dir
 pid=
@@ -47,6 +47,11 @@ run_server() {
 }
 
 run_server "" 18696
+cache=$("$uroce" stats --json --pid $pid 2>"$dir/stats.err" |
+  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["port_stats"]["engine_pool_cache"])')
+echo "port_stats engine_pool_cache=$cache"
+[ "$cache" = 1 ] || { cat "$dir/stats.err"; fail "the progress thread has no DPDK lcore id (no pool cache)"; }
+grep -q '^se.slice' /proc/self/sched 2>/dev/null || { echo "SKIP: no se.slice in /proc/self/sched (Linux < 6.12)"; exit 77; }
 # The interrupt thread takes the setting on its next pass of the gate (every 2 ms while the port is used).
 for _ in $(seq 50); do [ "$(slice_of $pid eal-intr-thread)" = 100000 ] && break; sleep 0.1; done
 engine=$(slice_of $pid uroce-engine)
