@@ -12,6 +12,7 @@ namespace uroce {
   X(kRxPackets, "rx_packets")                   \
   X(kRxBytes, "rx_bytes")                       \
   X(kTxNoBuffer, "tx_no_buffer")                \
+  X(kTxRingFull, "tx_ring_full")                \
   X(kRetransmits, "retransmitted_packets")      \
   X(kTimeouts, "local_ack_timeouts")            \
   X(kRnrNakSent, "rnr_nak_sent")                \

@@ -360,6 +360,7 @@ void Device::flush_tx() {
   std::copy(txq_ + sent, txq_ + txq_count_, txq_);
   txq_count_ = static_cast<uint16_t>(txq_count_ - sent);
   tx_blocked_ = txq_count_ != 0;
+  if (tx_blocked_) cnt_.add(Counter::kTxRingFull);
 }
 
 uint32_t Device::progress() {

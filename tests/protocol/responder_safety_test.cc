@@ -255,9 +255,12 @@ TEST(ResponderAcks, DestroyingAQpSendsTheAcksItStillHolds) {
   env.dev->progress();
   ASSERT_EQ(env.poll().size(), 2u) << "the application has seen both messages";
   EXPECT_TRUE(env.port.sent().empty());
+  const uint64_t full = env.dev->counters()[Counter::kTxRingFull];
+  EXPECT_GE(full, 2u) << "each pass that left a frame behind counts";
   env.port.refuse_tx = false;
   ASSERT_EQ(env.dev->destroy_qp(env.qp), 0);
   env.qp = nullptr;
+  EXPECT_EQ(env.dev->counters()[Counter::kTxRingFull], full) << "a flush that sent everything does not";
   const std::vector<Emitted> f = env.port.take();
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].psn(), kPsn);
