@@ -58,6 +58,7 @@ void Qp::sr_probe(uint64_t now) {
 }
 
 void Qp::on_response(const ParsedPacket& pkt) {
+  dev_->activate(this);
   if (type() != QpType::kRc || error()) return;
   ++cnt_.rx_packets;
   cnt_.rx_bytes += pkt.frame_len;

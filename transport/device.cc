@@ -288,6 +288,7 @@ int Device::destroy_qp(Qp* qp) {
   }
   mrs_.qp_gone(qp);
   qp_list_.erase(std::find(qp_list_.begin(), qp_list_.end(), qp));
+  if (qp->active_) active_.erase(std::find(active_.begin(), active_.end(), qp));
   qps_.erase(qp->qpn());
   return 0;
 }
@@ -381,28 +382,40 @@ uint32_t Device::progress() {
   // Received packets took time to handle: timers and pacing see the time after them.
   if (work) pass_now_ = latest(clock_->now_ns_unordered());
   const uint64_t t = pass_now_;
-  for (size_t i = 0; i < qp_list_.size(); ++i)
-    if (qp_list_[i]->next_timer() <= t) qp_list_[i]->on_timer(t);
+  for (size_t i = 0; i < active_.size(); ++i)
+    if (active_[i]->next_timer() <= t) active_[i]->on_timer(t);
 
   pool_empty_ = false;
   flush_tx();
   if (!tx_blocked_) {
-    const size_t nqp = qp_list_.size();
+    const size_t nqp = active_.size();
     for (size_t k = 0; k < nqp; ++k) {
-      Qp* qp = qp_list_[(rr_next_ + k) % nqp];
+      Qp* qp = active_[(rr_next_ + k) % nqp];
       if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
     }
     if (nqp) rr_next_ = static_cast<uint32_t>((rr_next_ + 1) % nqp);
     flush_tx();
   }
+  retire_idle();
   pass_now_ = 0;
   return work;
+}
+
+void Device::retire_idle() {
+  size_t kept = 0;
+  for (Qp* qp : active_) {
+    if (qp->has_tx_work() || qp->next_timer() != kNever || qp->next_tx_time() != kNever)
+      active_[kept++] = qp;
+    else
+      qp->active_ = false;
+  }
+  active_.resize(kept);
 }
 
 uint64_t Device::next_deadline() const {
   if (!loopback_.empty()) return 0;
   uint64_t d = pool_empty_ ? now() + 1000 : kNever;
-  for (const Qp* qp : qp_list_) {
+  for (const Qp* qp : active_) {
     d = std::min(d, qp->next_timer());
     // While the port refuses frames, only its draining (which wakes the caller) lets the QPs send again.
     if (!tx_blocked_ && !pool_empty_) d = std::min(d, qp->next_tx_time());

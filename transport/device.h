@@ -114,6 +114,8 @@ class Device {
   uint32_t progress();
   // When progress() next has something to do without new packets arriving (kNever: nothing).
   uint64_t next_deadline() const;
+  // QPs a pass visits: those with something to send, a timer or a time to send at (idle QPs cost nothing).
+  size_t active_qps() const { return active_.size(); }
   // The clock's time. Inside progress() it is read once per phase (when the burst arrives, then before the
   // timers and transmission) and every packet of that phase sees the same time, as a NIC stamps a burst.
   // Never earlier than a time the device handed out before.
@@ -141,6 +143,13 @@ class Device {
 
   void handle_rx(PktBuf* buf);
   void flush_tx();
+  void activate(Qp* qp) {
+    if (!qp->active_) {
+      qp->active_ = true;
+      active_.push_back(qp);
+    }
+  }
+  void retire_idle();  // drops QPs without work from active_
   // The larger of t and every time handed out so far. A pass reads the clock unordered (it need not wait for
   // the loads before it, such as the rx ring's): such a reading may be a little older than one another
   // thread took under the device's lock just before, and an interval computed from the two must not wrap.
@@ -168,8 +177,12 @@ class Device {
   std::vector<std::unique_ptr<Srq>> srqs_;
   std::vector<std::unique_ptr<Xrcd>> xrcds_;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;
-  std::vector<Qp*> qp_list_;  // iteration order for timers and transmit
-  uint32_t rr_next_ = 0;      // round-robin start for transmit fairness
+  std::vector<Qp*> qp_list_;  // every QP, in creation order
+  // The QPs that may have work: something to transmit, a timer, or a time when they may send. A QP joins
+  // when a verb or a packet reaches it (activate()) and leaves when a pass finds it with none of these, so
+  // a pass, and next_deadline(), cost nothing for idle QPs however many there are.
+  std::vector<Qp*> active_;
+  uint32_t rr_next_ = 0;  // round-robin start for transmit fairness
   uint32_t next_qpn_;
   uint64_t qpn_rng_;  // splitmix64 state for random QPNs (cfg_.id_seed != 0)
   uint32_t next_handle_ = 1;

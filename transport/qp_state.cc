@@ -138,6 +138,7 @@ int Qp::set_selective_repeat(bool on) {
 RecvQueue& Qp::rq() { return init_.srq ? init_.srq->rq : *rq_; }
 
 int Qp::modify(const QpAttr& a, uint32_t mask) {
+  dev_->activate(this);
   const QpState cur = attr_.qp_state;
   if ((mask & kQpCurState) && a.cur_qp_state != cur) return EINVAL;
   const QpState next = (mask & kQpState) ? a.qp_state : cur;

@@ -35,6 +35,7 @@ bool consumes_recv_wqe(WrOpcode op) {
 }
 
 int Qp::post_send(const SendWr& wr) {
+  dev_->activate(this);
   if (init_.xrc == XrcRole::kTarget) return EINVAL;  // an XRC target has no send queue
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) return EINVAL;

@@ -23,6 +23,7 @@ static_assert((params::kSrWindow & (params::kSrWindow - 1)) == 0);
 }  // namespace
 
 int Qp::post_recv(const RecvWr& wr) {
+  dev_->activate(this);
   // SRQ users post to the SRQ; XRC QPs have no receive queue
   if (init_.srq || init_.xrc != XrcRole::kNone || attr_.qp_state == QpState::kReset) return EINVAL;
   if (int e = rq_->post(wr)) return e;
@@ -39,6 +40,7 @@ int Qp::post_recv(const RecvWr& wr) {
 }
 
 void Qp::on_request(const ParsedPacket& pkt) {
+  dev_->activate(this);
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kErr) {
     dev_->cnt().add(Counter::kDropQpState);

@@ -93,12 +93,14 @@ void Qp::cc_account() {
 }
 
 void Qp::replace_cc(std::unique_ptr<cc::Algorithm> algo) {
+  dev_->activate(this);
   cc_ = std::move(algo);
   cc_changes_seen_ = cc_->rate_changes;
 }
 
 // Reaction point (DCQCN RP): a CNP for this QP goes to its algorithm.
 void Qp::on_cnp() {
+  dev_->activate(this);
   dev_->cnt().add(Counter::kCnpRcvd);
   ++cnt_.cnp_handled;
   ++cc_->cnp_handled;

@@ -1,6 +1,6 @@
 // What the QP transitions do (IBA 10.3.1, 11.6.3): SQD stops new work and reports the drain, SQD -> RTS
 // resumes, ERR flushes, RESET forgets the connection so that the QP can be connected again, COMM_EST fires
-// on the first packet in RTR, and query_qp reports what was set.
+// on the first packet in RTR, and query_qp reports what was set. A pass visits only QPs with work.
 #include <gtest/gtest.h>
 
 #include "tests/support/capture_port.h"
@@ -241,6 +241,53 @@ TEST(QpLifecycle, QueryReportsTheAttributes) {
   EXPECT_EQ(q.max_dest_rd_atomic, 3);
   EXPECT_EQ(q.cap.max_send_wr, o.max_wr);
   EXPECT_EQ(q.cap.max_inline_data, o.max_inline);
+}
+
+// A pass, and the device's next deadline, visit only QPs that have something to send, a timer, or a time
+// to send at: an application with many idle connections pays nothing per pass for them. A verb or a packet
+// brings a QP back.
+TEST(QpLifecycle, APassVisitsOnlyQpsWithWork) {
+  ProtoEnv env;
+  env.unlimited_credits();
+  std::vector<Qp*> idle(100);
+  QpInitAttr init = env.qp->init_attr();
+  for (Qp*& q : idle) {
+    ASSERT_EQ(env.dev->create_qp(env.pd, init, &q), 0);
+    ASSERT_EQ(env.connect(q), 0);
+  }
+  env.run();
+  EXPECT_EQ(env.dev->active_qps(), 0u) << "connected, nothing posted";
+  EXPECT_EQ(env.dev->next_deadline(), kNever);
+
+  ASSERT_EQ(env.post(WrOpcode::kRdmaWrite, 0, 100, 1, 0x1000, 1), 0);
+  EXPECT_EQ(env.dev->active_qps(), 1u) << "the verb brought its QP in";
+  ASSERT_EQ(env.run().size(), 1u);
+  EXPECT_EQ(env.dev->active_qps(), 1u) << "waiting for the ACK, its retry timer running";
+  EXPECT_NE(env.dev->next_deadline(), kNever);
+
+  // Unanswered, the timer still fires and the packet goes again.
+  const std::vector<Emitted> again = env.next();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].psn(), env.opt.sq_psn);
+
+  env.inject_ack(env.opt.sq_psn);
+  env.run();
+  ASSERT_EQ(env.poll().size(), 1u);
+  EXPECT_EQ(env.dev->active_qps(), 0u) << "acknowledged: nothing left to do";
+  EXPECT_EQ(env.dev->next_deadline(), kNever);
+
+  // A request for an idle QP brings it in for its ACK.
+  ASSERT_EQ(env.post_recv(0, 64, 7), 0);
+  env.run();
+  PacketHeaders h = env.peer_headers(op::kRcSendOnly, env.opt.rq_psn);
+  h.bth.ackreq = true;
+  env.inject(h, pattern(16, 1));
+  const std::vector<Emitted> ack = env.run();
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].aeth_kind(), AethKind::kAck);
+  EXPECT_EQ(env.dev->active_qps(), 0u);
+
+  for (Qp* q : idle) ASSERT_EQ(env.dev->destroy_qp(q), 0);
 }
 
 }  // namespace
