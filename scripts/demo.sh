@@ -52,6 +52,8 @@ unset UCX_NET_DEVICES UCX_TLS
 echo
 echo "== 3. Wire layer: ICRC and header build/parse next to memcpy and zlib (same run)"
 build/release/bench/bench_wire --benchmark_min_time=0.05 2>/dev/null | sed -n '/^Summary/,$p'
+echo "-- the engine's pass and a WRITE round with 0 (the baseline) to 10,000 idle QPs beside it (medians)"
+build/release/bench/bench_engine --benchmark_min_time=0.05 2>/dev/null | grep -E '^Benchmark|_median'
 
 echo
 echo "== 4. Simulated RC goodput vs loss (100 Gb/s, 4 KiB MTU, go-back-N)"
