@@ -248,6 +248,7 @@ void Device::place_qp(uint32_t qpn, Pd* pd, const QpInitAttr& init, Qp** out) {
   }
   if (init.srq) ++init.srq->qp_refs;
   *out = qp.get();
+  qp->list_pos_ = static_cast<uint32_t>(qp_list_.size());
   qp_list_.push_back(qp.get());
   qps_.emplace(qpn, std::move(qp));
 }
@@ -287,7 +288,8 @@ int Device::destroy_qp(Qp* qp) {
     if (qp->init_.srq) --qp->init_.srq->qp_refs;
   }
   mrs_.qp_gone(qp);
-  qp_list_.erase(std::find(qp_list_.begin(), qp_list_.end(), qp));
+  qp_list_.erase(qp_list_.begin() + qp->list_pos_);
+  for (uint32_t i = qp->list_pos_; i < qp_list_.size(); ++i) qp_list_[i]->list_pos_ = i;
   if (qp->active_) active_.erase(std::find(active_.begin(), active_.end(), qp));
   qps_.erase(qp->qpn());
   return 0;
@@ -388,10 +390,18 @@ uint32_t Device::progress() {
   pool_empty_ = false;
   flush_tx();
   if (!tx_blocked_) {
-    const size_t nqp = active_.size();
-    for (size_t k = 0; k < nqp; ++k) {
-      Qp* qp = active_[(rr_next_ + k) % nqp];
-      if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
+    // Round robin over the device's QPs in creation order, starting one further each pass; only active
+    // QPs can have anything to send, so the turn goes through them from the first at or after the start.
+    const size_t nqp = qp_list_.size(), nact = active_.size();
+    if (nact) {
+      const size_t first =
+          static_cast<size_t>(std::lower_bound(active_.begin(), active_.end(), rr_next_,
+                                               [](const Qp* q, uint32_t pos) { return q->list_pos_ < pos; }) -
+                              active_.begin());
+      for (size_t k = 0; k < nact; ++k) {
+        Qp* qp = active_[(first + k) % nact];
+        if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);
+      }
     }
     if (nqp) rr_next_ = static_cast<uint32_t>((rr_next_ + 1) % nqp);
     flush_tx();

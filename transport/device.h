@@ -144,10 +144,11 @@ class Device {
   void handle_rx(PktBuf* buf);
   void flush_tx();
   void activate(Qp* qp) {
-    if (!qp->active_) {
-      qp->active_ = true;
-      active_.push_back(qp);
-    }
+    if (qp->active_) return;
+    qp->active_ = true;
+    active_.insert(std::upper_bound(active_.begin(), active_.end(), qp,
+                                    [](const Qp* a, const Qp* b) { return a->list_pos_ < b->list_pos_; }),
+                   qp);
   }
   void retire_idle();  // drops QPs without work from active_
   // The larger of t and every time handed out so far. A pass reads the clock unordered (it need not wait for
@@ -180,9 +181,10 @@ class Device {
   std::vector<Qp*> qp_list_;  // every QP, in creation order
   // The QPs that may have work: something to transmit, a timer, or a time when they may send. A QP joins
   // when a verb or a packet reaches it (activate()) and leaves when a pass finds it with none of these, so
-  // a pass, and next_deadline(), cost nothing for idle QPs however many there are.
+  // a pass, and next_deadline(), cost nothing for idle QPs however many there are. Kept in qp_list_'s
+  // order, so that timers run and QPs take their turns as they would in a pass over every QP.
   std::vector<Qp*> active_;
-  uint32_t rr_next_ = 0;  // round-robin start for transmit fairness
+  uint32_t rr_next_ = 0;  // round-robin start for transmit fairness: a position in qp_list_
   uint32_t next_qpn_;
   uint64_t qpn_rng_;  // splitmix64 state for random QPNs (cfg_.id_seed != 0)
   uint32_t next_handle_ = 1;

@@ -241,6 +241,7 @@ class Qp {
   std::unique_ptr<cc::Algorithm> cc_;
   bool sr_ = false;          // selective repeat
   bool active_ = false;      // on the device's list of QPs that may have work (Device::activate)
+  uint32_t list_pos_ = 0;    // the QP's position in the device's qp_list_
   wire::PacketHeaders hdr_;  // RC/UC: every header field that does not change per packet (built at RTR)
 
   // Send queue: WQEs in [comp_idx_, post_idx_) are posted and not yet completed; send_idx_ is the one the
