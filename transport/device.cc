@@ -394,10 +394,7 @@ uint32_t Device::progress() {
     // QPs can have anything to send, so the turn goes through them from the first at or after the start.
     const size_t nqp = qp_list_.size(), nact = active_.size();
     if (nact) {
-      const size_t first =
-          static_cast<size_t>(std::lower_bound(active_.begin(), active_.end(), rr_next_,
-                                               [](const Qp* q, uint32_t pos) { return q->list_pos_ < pos; }) -
-                              active_.begin());
+      const size_t first = static_cast<size_t>(active_at(rr_next_) - active_.begin());
       for (size_t k = 0; k < nact; ++k) {
         Qp* qp = active_[(first + k) % nact];
         if (qp->has_tx_work()) work += qp->transmit(params::kTxBudgetPerQp);

@@ -146,9 +146,12 @@ class Device {
   void activate(Qp* qp) {
     if (qp->active_) return;
     qp->active_ = true;
-    active_.insert(std::upper_bound(active_.begin(), active_.end(), qp,
-                                    [](const Qp* a, const Qp* b) { return a->list_pos_ < b->list_pos_; }),
-                   qp);
+    active_.insert(active_at(qp->list_pos_), qp);
+  }
+  // The first active QP at or after position `pos` of qp_list_ (active_ is in qp_list_'s order).
+  std::vector<Qp*>::iterator active_at(uint32_t pos) {
+    return std::lower_bound(active_.begin(), active_.end(), pos,
+                            [](const Qp* q, uint32_t p) { return q->list_pos_ < p; });
   }
   void retire_idle();  // drops QPs without work from active_
   // The larger of t and every time handed out so far. A pass reads the clock unordered (it need not wait for
