@@ -67,6 +67,7 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   }
   if (const char* cc = std::getenv("UROCE_CC")) cfg->device.cc = cc;
   cfg->device.selective_repeat = runtime::env_flag("UROCE_SELECTIVE_REPEAT");
+  cfg->device.ack_hold_ns = 3'000;
   const char* params = std::getenv("UROCE_CC_PARAMS");
   if (params) {
     try {
@@ -83,8 +84,11 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   if (const char* netdev = std::getenv("UROCE_NETDEV")) cfg->netdev = netdev;
   cfg->sysfs_port_dir = std::string(sysfs) + "/class/infiniband/" + ibdev + "/ports/1";
   cfg->sched = glue::thread_sched_from_env();
-  uint64_t us = cfg->spin_ns / 1000;
+  uint64_t us = cfg->device.ack_hold_ns / 1000;
   std::string err;
+  if (!runtime::env_uint("UROCE_ACK_HOLD_US", &us, &err)) return err;
+  cfg->device.ack_hold_ns = us * 1000;
+  us = cfg->spin_ns / 1000;
   if (!runtime::env_uint("UROCE_ENGINE_SPIN_US", &us, &err)) return err;
   cfg->spin_ns = us * 1000;
   us = cfg->min_nap_ns / 1000;

@@ -52,6 +52,9 @@ constexpr EnvVar kVars[] = {
    "preempt spinning pollers when they wake (docs/latency.md); boost: that and nice -10 (needs "
    "CAP_SYS_NICE, else slice), so that they preempt at once even after spinning; none: they keep the "
    "opener's scheduling"},
+  {"UROCE_ACK_HOLD_US", kUint, "0 .. 1000", 0, 1000, "3", "provider",
+   "how long an RC responder receiving a stream of requests holds an ACK to answer the requests behind it "
+   "too, us; 0: an ACK for every request that asks for one"},
   {"UROCE_ENGINE_SPIN_US", kUint, "0 .. 1000000", 0, 1000000, "20", "provider",
    "how long the progress thread busy-polls after the last work or verb call before it naps, us"},
   {"UROCE_ENGINE_NAP_US", kUint, "1 .. 1000", 1, 1000, "20", "provider",

@@ -29,6 +29,7 @@ namespace uroce {
   X(kDuplicateResponse, "duplicate_response")   \
   X(kGhostResponse, "ghost_response")           \
   X(kAcksSent, "acks_sent")                     \
+  X(kAcksHeld, "acks_held")                     \
   X(kCreditStall, "credit_stalls")              \
   X(kCreditUpdateSent, "credit_updates_sent")   \
   X(kCnpSent, "cnp_sent")                       \

@@ -183,7 +183,7 @@ class Qp {
   bool resp_trim_jobs(uint32_t psn);
   uint32_t resp_rd_atomic_queued() const;  // READ/ATOMIC requests whose responses are queued
   void resp_flush_acks();                  // sends the queued ACKs/NAKs/atomic ACKs up to a READ response
-  void resp_queue_ack(uint32_t psn);
+  void resp_queue_ack(uint32_t psn, bool hold = false);
   uint32_t resp_transmit(uint32_t budget);
   bool resp_send_job(RespJob& job);
   bool resp_emit_job(RespJob& job, const cc::IntStack* echo);

@@ -133,6 +133,8 @@ struct RespJob {
   bool first = true;
   // kAtomicAck
   uint64_t orig = 0;
+  // kAck: held until then (0: due now)
+  uint64_t not_before = 0;
 };
 
 // Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
@@ -193,6 +195,7 @@ struct Responder {
   std::vector<RespJob> jobs;  // ring, in PSN order
   uint32_t jobs_head = 0, jobs_count = 0;
   uint32_t unacked_pkts = 0;
+  uint64_t last_req_ns = UINT64_MAX;  // when the latest in-order request executed (ACK coalescing)
   // The last ACK advertised no credit: the next receive posted sends the requester an update.
   bool zero_credits_sent = false;
   uint64_t next_cnp_ns = 0;  // NP: no CNP before this (min_time_between_cnps)

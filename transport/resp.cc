@@ -364,7 +364,16 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   }
   resp_.epsn = psn_add(resp_.epsn, 1);
   if (type() != QpType::kRc) return;
-  if (bth_ackreq(pkt.bth()) || ++resp_.unacked_pkts >= params::kMaxPendingAcks) resp_queue_ack(psn);
+  // A request that follows the previous one within the hold time is part of a stream: its ACK may wait for
+  // the requests behind it (ACK coalescing, DeviceConfig::ack_hold_ns).
+  const uint64_t now = dev_->now();
+  const uint64_t hold_ns = dev_->config().ack_hold_ns;
+  const bool streaming = hold_ns && now >= resp_.last_req_ns && now - resp_.last_req_ns < hold_ns;
+  resp_.last_req_ns = now;
+  if (++resp_.unacked_pkts >= params::kMaxPendingAcks)
+    resp_queue_ack(psn);
+  else if (bth_ackreq(pkt.bth()))
+    resp_queue_ack(psn, streaming);
 }
 
 void Qp::resp_uc(const ParsedPacket& pkt) {
@@ -594,6 +603,9 @@ uint32_t Qp::resp_rd_atomic_queued() const {
 }
 
 void Qp::resp_queue(const RespJob& job) {
+  // Responses leave in order: a held ACK in front of another response goes with it.
+  if (resp_.jobs_count && job.kind != RespJob::kAck)
+    resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()].not_before = 0;
   if (resp_.jobs_count == resp_.jobs.size()) {  // full: the requester's retry recovers; counted, never silent
     dev_->cnt().add(Counter::kRespQueueFull);
     return;
@@ -601,18 +613,26 @@ void Qp::resp_queue(const RespJob& job) {
   resp_.jobs[(resp_.jobs_head + resp_.jobs_count++) % resp_.jobs.size()] = job;
 }
 
-// Coalesces ACKs: a queued ACK not yet sent is moved forward instead of queueing another.
-void Qp::resp_queue_ack(uint32_t psn) {
-  resp_.unacked_pkts = 0;
+// Coalesces ACKs: a queued ACK not yet sent is moved forward instead of queueing another. `hold`: it may wait
+// the device's ack_hold_ns for the requests behind it (a held ACK keeps its first deadline; one that may not
+// wait sends it at once).
+void Qp::resp_queue_ack(uint32_t psn, bool hold) {
+  if (!hold) resp_.unacked_pkts = 0;
   if (resp_.jobs_count) {
     RespJob& tail = resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()];
     if (tail.kind == RespJob::kAck) {
       tail.psn = psn;
       tail.msn = resp_.msn;
+      if (!hold) tail.not_before = 0;
       return;
     }
   }
-  resp_queue(RespJob{RespJob::kAck, false, 0, psn, resp_.msn});
+  RespJob j{RespJob::kAck, false, 0, psn, resp_.msn};
+  if (hold) {
+    j.not_before = dev_->now() + dev_->config().ack_hold_ns;
+    dev_->cnt().add(Counter::kAcksHeld);
+  }
+  resp_queue(j);
 }
 
 uint8_t Qp::resp_credit_code() const {
@@ -628,6 +648,7 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
     // READ responses are data: they wait for the pacer (CC rate, QP rate limit). What queues behind them
     // waits too: responses leave in PSN order.
     if (job.kind == RespJob::kRead && dev_->now() < pace_next()) break;
+    if (job.kind == RespJob::kAck && job.not_before > dev_->now()) break;
     if (!resp_send_job(job)) break;
     ++sent;
     if (resp_.fatal_nak_queued) {  // a READ's region went away: the NAK that replaced its response is out

@@ -114,6 +114,8 @@ uint32_t Qp::transmit(uint32_t budget) {
   // Memory-window operations at the head of the send queue need no packet: they run before the responses,
   // as an RNIC's send queue runs beside its responder (an invalidation is not held up by a long READ).
   req_local_ops();
+  // A held ACK (ACK coalescing) goes now, ahead of the QP's own next request, rather than after it.
+  if (resp_.jobs_count && req_ready()) resp_.jobs[resp_.jobs_head].not_before = 0;
   // Responses first: they unblock the peer's requester and carry no local backlog.
   const uint32_t sent = resp_transmit(budget);
   return sent + req_transmit(budget - sent);
@@ -128,7 +130,10 @@ uint64_t Qp::next_timer() const {
 
 uint64_t Qp::next_tx_time() const {
   uint64_t t = kNever;
-  if (resp_.jobs_count) t = resp_.jobs[resp_.jobs_head].kind == RespJob::kRead ? pace_next() : 0;
+  if (resp_.jobs_count) {
+    const RespJob& j = resp_.jobs[resp_.jobs_head];
+    t = j.kind == RespJob::kRead ? pace_next() : j.kind == RespJob::kAck ? j.not_before : 0;
+  }
   const ReqWait w = req_wait();
   if (w == ReqWait::kNone || sr_resend_pending())
     t = std::min(t, std::max(req_.rnr_until, pace_next()));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/capture_port.h"
+#include "transport/params.h"
 
 namespace uroce {
 namespace {
@@ -37,6 +38,9 @@ class ResponderRc : public ::testing::Test {
     EXPECT_EQ(f.h.bth.dqpn, env.opt.peer_qpn);
     EXPECT_EQ(f.h.ip.dst, ProtoEnv::peer_gid());
   }
+
+  ResponderRc() = default;
+  explicit ResponderRc(const ProtoOptions& o) : env(o) {}
 
   static constexpr uint32_t kPsn = 0x500;  // ProtoOptions::rq_psn
   ProtoEnv env;
@@ -96,6 +100,82 @@ TEST_F(ResponderRc, AcksAreCoalescedUntilAckReq) {
   ASSERT_EQ(f.size(), 1u);
   expect_ack(f[0], kPsn + 3, 4, 0);
   EXPECT_EQ(env.poll().size(), 4u);
+}
+
+// ACK coalescing (DeviceConfig::ack_hold_ns): a request that follows the previous one within the hold time
+// has its ACK held for the requests behind it; a lone request is answered at once.
+class ResponderAckHold : public ResponderRc {
+ protected:
+  static constexpr uint64_t kHold = 3'000;
+  static ProtoOptions opts() {
+    ProtoOptions o;
+    o.ack_hold_ns = kHold;
+    return o;
+  }
+  ResponderAckHold() : ResponderRc(opts()) {}
+};
+
+TEST_F(ResponderAckHold, AStreamGetsOneAckAfterTheHoldALoneRequestOneAtOnce) {
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(env.post_recv(i * 64, 64, i), 0);
+  const std::vector<uint8_t> data = pattern(8, 3);
+  env.inject(req(op::kRcSendOnly, kPsn, true), data);  // nothing before it: answered at once
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn, 1, aeth_credit_code(7));
+  for (uint32_t i = 1; i < 5; ++i) {  // a stream, 100 ns apart: held
+    env.inject(req(op::kRcSendOnly, kPsn + i, true), data);
+    EXPECT_TRUE(env.advance(100).empty()) << i;
+  }
+  EXPECT_EQ(env.dev->counters().n[static_cast<size_t>(Counter::kAcksHeld)], 1u);
+  f = env.next();  // the hold's deadline: one ACK for the four
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 4, 5, aeth_credit_code(3));
+  EXPECT_EQ(env.now(), 100 + kHold);  // held from the first of them, not extended by the others
+  EXPECT_EQ(env.poll().size(), 5u);
+  EXPECT_TRUE(env.advance(kHold).empty());
+  env.inject(req(op::kRcSendOnly, kPsn + 5, true), data);  // after a pause: at once again
+  f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  expect_ack(f[0], kPsn + 5, 6, aeth_credit_code(2));
+}
+
+// Ping-pong: the answer a request gets from the application goes out right behind its ACK, never before.
+TEST_F(ResponderAckHold, AHeldAckGoesAheadOfTheQpsOwnNextRequest) {
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_EQ(env.post_recv(i * 64, 64, i), 0);
+  env.unlimited_credits();
+  const std::vector<uint8_t> data = pattern(8, 3);
+  env.inject(req(op::kRcSendOnly, kPsn, true), data);
+  ASSERT_EQ(env.run().size(), 1u);
+  env.inject(req(op::kRcSendOnly, kPsn + 1, true), data);
+  EXPECT_TRUE(env.advance(100).empty());  // held
+  ASSERT_EQ(env.post(WrOpcode::kSend, 1024, 8, 77), 0);
+  const std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 2u);
+  expect_ack(f[0], kPsn + 1, 2, 0);
+  EXPECT_EQ(f[1].opcode(), op::kRcSendOnly);
+  EXPECT_EQ(env.now(), 100u);
+}
+
+TEST_F(ResponderAckHold, AHeldAckGoesAheadOfAReadResponseAndAtTheAckLimit) {
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_EQ(env.post_recv(i * 64, 64, i), 0);
+  const std::vector<uint8_t> data = pattern(8, 3);
+  env.inject(req(op::kRcSendOnly, kPsn, true), data);
+  ASSERT_EQ(env.run().size(), 1u);
+  env.inject(req(op::kRcSendOnly, kPsn + 1, true), data);
+  EXPECT_TRUE(env.advance(100).empty());  // held
+  env.inject(rdma(op::kRcReadRequest, kPsn + 2, 4096, 16), {});
+  std::vector<Emitted> f = env.advance(100);
+  ASSERT_EQ(f.size(), 2u);  // the ACK, then the response, in PSN order
+  expect_ack(f[0], kPsn + 1, 2, 0);
+  EXPECT_EQ(f[1].opcode(), op::kRcReadRespOnly);
+  // A stream of WRITEs each asking for an ACK: the one that reaches kMaxPendingAcks unanswered requests is
+  // answered before the hold ends.
+  for (uint32_t i = 0; i < params::kMaxPendingAcks; ++i)
+    env.inject(rdma(op::kRcWriteOnly, kPsn + 3 + i, 0, 8, true), data);
+  f = env.advance(100);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), op::kRcAck);
+  EXPECT_GT(f[0].psn(), kPsn + 3);
 }
 
 TEST_F(ResponderRc, SendWithImmediateAndSolicitedEvent) {

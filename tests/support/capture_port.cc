@@ -92,6 +92,7 @@ ProtoEnv::ProtoEnv(const ProtoOptions& o) : opt(o), port(&clock), mem(o.mem_byte
   cfg.cc = o.cc;
   cfg.cc_params = o.cc_params;
   cfg.selective_repeat = o.selective_repeat;
+  cfg.ack_hold_ns = o.ack_hold_ns;
   dev = std::make_unique<Device>(cfg, &port, &clock);
   if (dev->alloc_pd(&pd) || dev->create_cq(4096, &cq) ||
       dev->reg_mr(pd, mem.data(), mem.size(),

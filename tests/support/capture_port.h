@@ -106,6 +106,7 @@ struct ProtoOptions {
   std::string cc = "none";  // the device's CC algorithm and parameters
   cc::Params cc_params;
   bool selective_repeat = false;  // the device's RC QPs use selective repeat
+  uint64_t ack_hold_ns = 0;       // the device's ACK coalescing (DeviceConfig::ack_hold_ns)
 };
 
 // One device (GID ::ffff:10.0.0.1) with a ManualClock at 0, a CapturePort, a PD, one CQ for sends and
