@@ -117,7 +117,10 @@ void HostMac::take_control(const PktBuf* b, uint64_t now) {
 
 void HostMac::take_credit(const uint8_t* frame, uint16_t len) {
   CreditFrame cf;
-  if (!parse_credit(frame, len, &cf)) return;
+  if (!parse_credit(frame, len, &cf)) {
+    ++c_.credit_malformed;
+    return;
+  }
   if (!credit_link_) {
     ++c_.credit_ignored;
     return;

@@ -32,14 +32,15 @@
 namespace uroce::fabric {
 
 struct HostMacCounters {
-  uint64_t pfc_rx = 0;          // PFC frames received (XOFF, refresh and XON)
-  uint64_t pause_rx = 0;        // 802.3x PAUSE frames received
-  uint64_t mac_control_rx = 0;  // other MAC control frames (dropped)
-  uint64_t credit_rx = 0;       // credit updates received
-  uint64_t credit_tx = 0;       // credit updates sent
-  uint64_t credit_ignored = 0;  // credit updates on a port that does not take them (dropped)
-  uint64_t tx_held = 0;         // frames that had to wait for a pause or for credit
-  uint64_t tx_refused = 0;      // frames tx_burst refused because the hold queue was full
+  uint64_t pfc_rx = 0;            // PFC frames received (XOFF, refresh and XON)
+  uint64_t pause_rx = 0;          // 802.3x PAUSE frames received
+  uint64_t mac_control_rx = 0;    // other MAC control frames (dropped)
+  uint64_t credit_rx = 0;         // credit updates received
+  uint64_t credit_tx = 0;         // credit updates sent
+  uint64_t credit_ignored = 0;    // credit updates on a port that does not take them (dropped)
+  uint64_t credit_malformed = 0;  // credit frames too short to hold an update (dropped)
+  uint64_t tx_held = 0;           // frames that had to wait for a pause or for credit
+  uint64_t tx_refused = 0;        // frames tx_burst refused because the hold queue was full
 };
 
 // The receive buffer per VL a host MAC grants its link peer under credit flow control.

@@ -201,6 +201,7 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"credit_rx", f.credit_rx},
             {"credit_tx", f.credit_tx},
             {"credit_ignored", f.credit_ignored},
+            {"credit_malformed", f.credit_malformed},
             {"credit_stall", mac_->queue_stats().credit_stall}};
   };
   auto hook_counters = [this]() -> std::vector<std::pair<std::string, uint64_t>> {

@@ -274,5 +274,18 @@ TEST(HostMacCredits, APortThatIsNoCreditLinkIgnoresUpdates) {
   EXPECT_EQ(sent_lengths(port), (std::vector<size_t>{100}));
 }
 
+TEST(HostMacCredits, ATruncatedUpdateIsDroppedAndCounted) {
+  FakePort port;
+  ManualClock clock;
+  HostMac ep(&port, &clock, kRate, kMac);
+  auto f = credit_frame(1u << 3, 12);
+  f.resize(kCreditFrameLen - 1);
+  port.inject(f);
+  EXPECT_EQ(receive(ep), 0);
+  EXPECT_FALSE(ep.credits_on());
+  EXPECT_EQ(ep.counters().credit_malformed, 1u);
+  EXPECT_EQ(ep.counters().credit_rx, 0u);
+}
+
 }  // namespace
 }  // namespace uroce::fabric
