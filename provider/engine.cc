@@ -275,12 +275,14 @@ void Engine::run() {
   // Polling: the nap is a quarter of how long the application has polled without a gap, within
   // [kPollingMinNapNs, kPollingMaxNapNs]: a long-running poller is checked on rarely, one that just
   // started (ib_write_lat between its memory waits) soon. kPollingMaxNapNs is also the longest an
-  // application that stops calling (blocks in read(), say) waits before the thread takes over.
+  // application that stops calling (blocks in read(), say) waits before the thread takes over. Where the
+  // thread shares the application's CPU, each look takes that CPU from the application, and a look that
+  // comes late or runs long must not read as the application's absence (app_quiet_ns, away_ns).
   // Otherwise: the thread spins spin_ns_ (UROCE_ENGINE_SPIN_US) after the last work or the application's last
   // call (data for a memory poller comes within microseconds of its last post), then naps from kMinNapNs
   // doubling to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
   // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
-  constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 250'000;
+  constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 1'000'000;
   const uint64_t kMinNapNs = min_nap_ns_;
   constexpr uint64_t kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
@@ -312,11 +314,13 @@ void Engine::run() {
   // Frames may arrive without waking us (no rx interrupt, or memif's bell, which a peer that has none does
   // not ring): look again after a nap.
   const bool blind = dpdk_ && (rx_fd < 0 || dpdk_->rx_interrupt_is_hint());
-  uint64_t looked = 0;  // when this thread last checked on the application
+  uint64_t looked = 0;      // when this thread last checked on the application
+  bool holding = false;     // this turn runs on the CPU the application last called from
+  uint64_t turn_start = 0;  // and began then (held_from_)
   while (!stop_.load(std::memory_order_relaxed)) {
     uint64_t now = clock_.now_ns();
     const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
-    const uint64_t since_app = now > app ? now - app : 0;
+    const uint64_t since_app = app_quiet_ns(now, app, holding, turn_start);
     const uint64_t gap = app_gap_ns_.load(std::memory_order_relaxed);
     const bool polling =
         (app_inside_.load(std::memory_order_relaxed) || since_app < kAppGapNs) && gap < looked;
@@ -363,8 +367,19 @@ void Engine::run() {
       lock.unlock();
     }
     sleeping_.store(true, std::memory_order_relaxed);
+    const uint64_t slept = clock_.now_ns();
+    if (holding) held_until_.store(slept, std::memory_order_relaxed);
     const unsigned fired = sleeper_->wait(sleep_ns, armed ? rx_fd : -1);
     sleeping_.store(false, std::memory_order_relaxed);
+    // A turn on the application's CPU starts: from the nap's end when it ran out (the thread was runnable
+    // from then on and, with its short slice, most likely took the CPU at once).
+    holding = sched_getcpu() == app_cpu_.load(std::memory_order_relaxed);
+    if (holding) {
+      const uint64_t woke = clock_.now_ns();
+      const uint64_t due = sleep_ns == Sleeper::kForever ? woke : slept + sleep_ns;
+      turn_start = fired ? woke : std::min(due, woke);
+      held_from_.store(turn_start, std::memory_order_relaxed);
+    }
     if (sleeping_until_.load(std::memory_order_relaxed) || armed) {
       std::lock_guard relock(mu_);
       sleeping_until_.store(0, std::memory_order_relaxed);

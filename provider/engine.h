@@ -7,9 +7,10 @@
 // ibv_wr_* calls) stamp when an application thread enters and leaves them; poll_cq and post_send run a
 // progress pass inline (poll_cq only if the lock is free), so a polling application drives its own traffic
 // with no thread hand-off. The progress thread reads the stamps and is in one of two modes (see run()):
-//   polling  application threads came back within kAppGapNs every time since the thread last looked: they
-//            drive; the thread stays off the lock and the CPU, looking again after a nap that grows with
-//            how long they have polled (10 us to 250 us);
+//   polling  application threads came back within kAppGapNs every time since the thread last looked (not
+//            counting the time the thread itself kept them off their CPU): they drive; the thread stays off
+//            the lock and the CPU, looking again after a nap that grows with how long they have polled
+//            (10 us to 1 ms);
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
 //            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
 //            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us
@@ -41,6 +42,7 @@
 #include "pmd_glue/thread_sched.h"
 #include "provider/control.h"
 #include "provider/fast_clock.h"
+#include "provider/progress_policy.h"
 #include "transport/device.h"
 
 namespace uroce::glue {
@@ -119,9 +121,16 @@ class Engine {
   void app_enter() {
     const uint64_t now = clock_.now_ns_unordered();
     const uint64_t last = app_last_ns_.load(std::memory_order_relaxed);  // may be a little ahead of `now`
-    if (now > last && now - last > kAppGapNs) app_gap_ns_.store(now, std::memory_order_relaxed);
+    const int cpu = sched_getcpu();
+    // The progress thread's own turn on this CPU, if the thread was here before it, is no gap
+    // (progress_policy.h).
+    if (now > last && now - last > kAppGapNs &&
+        (cpu != app_cpu_.load(std::memory_order_relaxed) ||
+         away_ns(last, now, held_from_.load(std::memory_order_relaxed),
+                 held_until_.load(std::memory_order_relaxed)) > kAppGapNs))
+      app_gap_ns_.store(now, std::memory_order_relaxed);
     app_last_ns_.store(now, std::memory_order_relaxed);
-    app_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
+    app_cpu_.store(cpu, std::memory_order_relaxed);
     app_inside_.fetch_add(1, std::memory_order_relaxed);
   }
   // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
@@ -177,7 +186,11 @@ class Engine {
   std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
   std::atomic<int> app_cpu_{-1};          // the CPU an application thread last entered a verb on
   std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
-  std::unique_ptr<Sleeper> sleeper_;      // the progress thread's io_uring wait (sleeper.h)
+  // The progress thread's last turn on the CPU an application thread last called from: from when it became
+  // runnable (its nap's end, or when something woke it) to when it went back to sleep (progress_policy.h's
+  // away_ns).
+  std::atomic<uint64_t> held_from_{0}, held_until_{0};
+  std::unique_ptr<Sleeper> sleeper_;  // the progress thread's io_uring wait (sleeper.h)
   const glue::ThreadSched sched_want_;
   const uint64_t spin_ns_, min_nap_ns_;
   std::thread thread_;

@@ -23,5 +23,26 @@ TEST(KeepSpinning, NeverOnTheApplicationsCpu) {
   EXPECT_FALSE(keep_spinning(1'000'000, 10, kSpin, 1, 1));
 }
 
+// An application thread that called at 1000 and again at 9000 was away 8 us, less what the progress
+// thread's turn on its CPU took of that time.
+TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
+  EXPECT_EQ(away_ns(1'000, 9'000, 0, 0), 8'000u) << "no turn yet";
+  EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000), 2'000u) << "a turn within the gap";
+  EXPECT_EQ(away_ns(1'000, 9'000, 500, 4'000), 5'000u) << "a turn that began before the last call";
+  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 12'000), 5'000u) << "a turn that ends after now";
+  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 5'000), 5'000u) << "a turn not ended: it lasts until now";
+  EXPECT_EQ(away_ns(1'000, 9'000, 100, 900), 8'000u) << "an earlier turn";
+  EXPECT_EQ(away_ns(1'000, 9'000, 9'500, 9'800), 8'000u) << "a later one";
+}
+
+// On another CPU the application's silence runs until now; on its own CPU it ends where the progress
+// thread's turn began.
+TEST(AppQuietNs, OnTheApplicationsCpuUntilTheTurnBegan) {
+  EXPECT_EQ(app_quiet_ns(10'000, 2'000, false, 3'000), 8'000u);
+  EXPECT_EQ(app_quiet_ns(10'000, 2'000, true, 3'000), 1'000u);
+  EXPECT_EQ(app_quiet_ns(10'000, 4'000, true, 3'000), 0u) << "it called during the turn";
+  EXPECT_EQ(app_quiet_ns(10'000, 12'000, false, 0), 0u) << "a stamp a little ahead of this clock";
+}
+
 }  // namespace
 }  // namespace uroce::provider
