@@ -5,6 +5,7 @@
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 #include <rte_log.h>
+#include <rte_pause.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ struct IntrGateState {
   rte_intr_handle* handle = nullptr;
   std::atomic<uint64_t> passes{0};
   std::atomic<uint64_t> releases{0};
+  std::atomic<uint64_t> backoffs{0};
 
   bool install() {
     if (installed) return true;
@@ -58,6 +60,16 @@ struct IntrGateState {
     if (armed) return;
     const uint64_t one = 1;
     armed = write(efd, &one, sizeof one) == sizeof one;
+  }
+  // Whether every member's bursts ended within `limit` (polled: a burst lasts microseconds).
+  bool bursts_end_within(std::chrono::nanoseconds limit) const {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (const IntrGate::Member* m : members)
+      while (m->busy()) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        for (int i = 0; i < 32; ++i) rte_pause();
+      }
+    return true;
   }
   void disarm() {
     uint64_t v;
@@ -109,6 +121,7 @@ unsigned IntrGate::next_slot() {
 
 uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relaxed); }
 uint64_t IntrGate::releases() { return state().releases.load(std::memory_order_relaxed); }
+uint64_t IntrGate::backoffs() { return state().backoffs.load(std::memory_order_relaxed); }
 
 // On the interrupt thread, once per pass of its epoll loop while the eventfd is armed.
 void IntrGate::on_gate(void* arg) {
@@ -134,10 +147,17 @@ void IntrGate::on_gate(void* arg) {
   thread_out_.store(false, std::memory_order_seq_cst);
   s.cv.wait_for(lock, settled ? kSettledPeriod : kPeriod);
   // Out again: no burst starts from here on; wait for those under way. A member that enters now sees
-  // thread_out_ and backs off, so each wait is at most one burst long.
-  thread_out_.store(true, std::memory_order_seq_cst);
-  for (Member* m : s.members)
-    while (m->busy()) std::this_thread::yield();
+  // thread_out_ and backs off, so each wait is at most one burst long, unless this thread woke on the CPU
+  // of a datapath thread that it preempted inside a burst: that burst cannot end until this thread sleeps.
+  // So a burst that has not ended within kBurstWait puts the thread back on its perch for kRetry, with the
+  // ports open meanwhile, and it tries again.
+  for (;;) {
+    thread_out_.store(true, std::memory_order_seq_cst);
+    if (s.bursts_end_within(kBurstWait)) break;
+    thread_out_.store(false, std::memory_order_seq_cst);
+    s.backoffs.fetch_add(1, std::memory_order_relaxed);
+    s.cv.wait_for(lock, kRetry);
+  }
   s.passes.fetch_add(1, std::memory_order_relaxed);
 }
 

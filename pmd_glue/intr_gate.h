@@ -11,7 +11,11 @@
 // again after a period, for one pass, in which it runs whatever memif (or alarm) callbacks are pending.
 // While the thread is out, bursts on gated ports do not run: try_enter() fails and the port behaves as a
 // busy ring for that moment (rx returns nothing, tx takes nothing). Before letting the thread out, the
-// gate waits for the bursts already running to finish. Datapath threads never block on the gate.
+// gate waits for the bursts already running to finish, briefly: the thread may have woken on the CPU of a
+// datapath thread it preempted inside a burst, which cannot finish until the gate's thread sleeps again, so
+// after kBurstWait it reopens the ports, sleeps kRetry and tries again. (Waiting on with yields left the
+// ports blind for a time slice: ~0.3 ms on average and up to 2.5 ms every 20 ms, in ib_send_bw with each
+// process pinned to one CPU.) Datapath threads never block on the gate.
 //
 // The period is kPeriod while some member's link is down (a connect handshake may be under way, and each
 // of its messages waits for a pass) and kSettledPeriod once every link is up, when the only control
@@ -35,6 +39,9 @@ class IntrGate {
  public:
   static constexpr std::chrono::milliseconds kPeriod{2};
   static constexpr std::chrono::milliseconds kSettledPeriod{20};
+  // How long the thread, let out, waits for the bursts under way to end before it gives them its CPU (they
+  // may be on it, preempted) and tries again after kRetry.
+  static constexpr std::chrono::microseconds kBurstWait{50}, kRetry{50};
 
   // The bursts and control calls of a port now running, counted per thread: a thread's own slot has one
   // writer, so leaving a burst is a plain store. (Any locked instruction there would wait until the
@@ -87,10 +94,11 @@ class IntrGate {
     if (m->gated) leave_slot(m);
   }
 
-  // Times the interrupt thread was let out, and times it was let go to sleep in epoll (the gate had no
-  // member left), for tests.
+  // Times the interrupt thread was let out, times it was let go to sleep in epoll (the gate had no member
+  // left), and times it went back because a burst did not end within kBurstWait, for tests.
   static uint64_t passes();
   static uint64_t releases();
+  static uint64_t backoffs();
 
   // The scheduling the interrupt thread asks for on its next pass (thread_sched.h). While it is out, no
   // burst of a gated port runs, so it must get a core as soon as its wait ends: on two cores busy with

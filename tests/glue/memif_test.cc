@@ -114,6 +114,36 @@ TEST(MemifPair, AnIdleLinkKeepsTheInterruptThreadParked) {
   expect_pools_full(*server, *client);
 }
 
+// The interrupt thread, let out, may find a burst that does not end: a datapath thread it preempted on its
+// own CPU is inside one and cannot finish while the gate's thread waits. The gate then reopens the ports
+// and tries again later instead of leaving every port blind until that thread runs.
+TEST(MemifPair, ABurstThatDoesNotEndLeavesNoPortBlind) {
+  TempDir dir;
+  std::unique_ptr<DpdkPort> server, client;
+  ASSERT_TRUE(open_linked_pair(dir, &server, &client));
+  IntrGate::Member held;
+  ASSERT_TRUE(IntrGate::join(&held));
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  bool inside = false;  // a burst of `held`, begun on this thread and not ended
+  while (!(inside = IntrGate::try_enter(&held)) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  ASSERT_TRUE(inside);
+  const uint64_t backed_off = IntrGate::backoffs();
+  while (IntrGate::backoffs() == backed_off && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_GT(IntrGate::backoffs(), backed_off) << "the interrupt thread did not come out and go back";
+  std::string err;
+  EXPECT_TRUE(test::exchange(*server, *client, 3, 3, std::vector<uint16_t>(64, 512), &err)) << err;
+  EXPECT_TRUE(test::exchange(*client, *server, 4, 4, std::vector<uint16_t>(64, 512), &err)) << err;
+  IntrGate::exit(&held);
+  const uint64_t passed = IntrGate::passes();
+  while (IntrGate::passes() == passed && std::chrono::steady_clock::now() < deadline + seconds(10))
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_GT(IntrGate::passes(), passed) << "the interrupt thread did not get out once the burst ended";
+  IntrGate::leave(&held);
+  expect_pools_full(*server, *client);
+}
+
 // DPDK 22.11's memif raises no rx interrupt; uroce's bell (pmd_glue/memif_bell.h) stands in for it. An end
 // that arms its bell and sleeps on the fd wakes when the other end transmits, in both directions, and each
 // sleep costs the transmitter one ring however many frames follow.
