@@ -94,11 +94,15 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   us = cfg->min_nap_ns / 1000;
   if (!runtime::env_uint("UROCE_ENGINE_NAP_US", &us, &err)) return err;
   cfg->min_nap_ns = us * 1000;
+  cfg->tx_coalesce = runtime::env_flag("UROCE_TX_COALESCE", true);
   return "";
 }
 
 Engine::Engine(const EngineConfig& cfg)
-    : sched_want_(cfg.sched), spin_ns_(cfg.spin_ns), min_nap_ns_(cfg.min_nap_ns) {
+    : coalescer_(cfg.tx_coalesce),
+      sched_want_(cfg.sched),
+      spin_ns_(cfg.spin_ns),
+      min_nap_ns_(cfg.min_nap_ns) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::runtime_error("out of file descriptors");
   if (cfg.port == "loopback") {
@@ -335,6 +339,7 @@ void Engine::run() {
     } else if (!lock.try_lock()) {
       sleep_ns = kPollingMinNapNs;  // an application thread is inside a verb, running the pass
     } else {
+      if (coalescer_.pass(true, now)) dev_->count(Counter::kCoalescingLeft);
       const uint32_t work = pass_locked();
       const uint64_t deadline = next_deadline_locked();
       now = clock_.now_ns();
@@ -393,7 +398,17 @@ void Engine::run() {
   if (lcore) glue::Eal::unregister_thread();
 }
 
+void Engine::posted_locked(uint64_t entered) {
+  if (coalescer_.may_wait(entered)) {
+    dev_->count(Counter::kPostsCoalesced);
+    return;
+  }
+  progress_locked();
+  coalescer_.sent(clock_.now_ns_unordered());
+}
+
 uint32_t Engine::pass_locked() {
+  coalescer_.pass(false, 0);
   uint32_t work = mac_->flush();  // frames a pause held that may go now
   work += dev_->progress();
   if (hook_) work += hook_->pass();

@@ -82,6 +82,8 @@ struct EngineConfig {
   uint64_t spin_ns = 20'000;
   // UROCE_ENGINE_NAP_US: its first nap after that (the naps double up to 1 ms), ns.
   uint64_t min_nap_ns = 20'000;
+  // UROCE_TX_COALESCE: a burst of post_send calls sends its frames at its end (progress_policy.h).
+  bool tx_coalesce = true;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -100,6 +102,13 @@ class Engine {
   Device& dev() { return *dev_; }
   // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
   void progress_locked();
+  // post_send, under mu(), after it queued its work requests (entered: its AppCall's entry time): sends
+  // them in a pass now, unless they may wait for the end of the caller's burst of posts (PostCoalescer).
+  void posted_locked(uint64_t entered);
+  // A pass if posted frames wait (ibv_req_notify_cq: the caller is about to block); under mu().
+  void flush_posted_locked() {
+    if (coalescer_.waiting()) progress_locked();
+  }
   // Whether frames can leave: the DPDK port's link is up (a memif link comes up some milliseconds after the
   // engine starts); always for the in-process loopback port.
   bool link_up() const;
@@ -118,7 +127,7 @@ class Engine {
   // An application thread entered a datapath verb: it drives the engine, so the progress thread backs off.
   // A gap longer than kAppGapNs since the previous entry (the application spun on memory, computed, slept)
   // is stamped too: the progress thread counts an application as polling only while it sees no gaps.
-  void app_enter() {
+  uint64_t app_enter() {
     const uint64_t now = clock_.now_ns_unordered();
     const uint64_t last = app_last_ns_.load(std::memory_order_relaxed);  // may be a little ahead of `now`
     const int cpu = sched_getcpu();
@@ -132,6 +141,7 @@ class Engine {
     app_last_ns_.store(now, std::memory_order_relaxed);
     app_cpu_.store(cpu, std::memory_order_relaxed);
     app_inside_.fetch_add(1, std::memory_order_relaxed);
+    return now;
   }
   // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
   // large message, or a wait for the lock, may keep it inside for tens of microseconds).
@@ -143,13 +153,15 @@ class Engine {
   // Scope of one datapath verb call.
   class AppCall {
    public:
-    explicit AppCall(Engine& e) : e_(e) { e_.app_enter(); }
+    explicit AppCall(Engine& e) : e_(e), entered_(e_.app_enter()) {}
     ~AppCall() { e_.app_leave(); }
     AppCall(const AppCall&) = delete;
     AppCall& operator=(const AppCall&) = delete;
+    uint64_t entered() const { return entered_; }
 
    private:
     Engine& e_;
+    const uint64_t entered_;
   };
 
   // The engine of `ibdev` in this process, created on first use; the last release destroys it.
@@ -177,6 +189,7 @@ class Engine {
   std::unique_ptr<Device> dev_;
   std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
   PassHook* hook_ = nullptr;            // under mu_
+  PostCoalescer coalescer_;             // under mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again

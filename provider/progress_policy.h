@@ -2,6 +2,7 @@
 // that they can be tested without a device.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace uroce::provider {
@@ -38,5 +39,69 @@ inline uint64_t app_quiet_ns(uint64_t now_ns, uint64_t app_ns, bool holding, uin
   const uint64_t at = holding ? turn_start_ns : now_ns;
   return at > app_ns ? at - app_ns : 0;
 }
+
+// Doorbell coalescing for post_send (engine.h). A NIC takes a doorbell per post; here a post's frames leave
+// in a pass of the engine, and a pass per post costs a burst into the port's ring, with the fences and
+// locked operations after it waiting for the stores into lines the peer polls: in ib_send_bw 64 B over
+// memif, most of the sender's time. While an application posts in a burst (each post_send entering less
+// than kBurstNs after the previous one returned), the posts after the first leave their frames waiting for
+// the burst's end: its next verb call that runs a pass (ibv_poll_cq, ibv_req_notify_cq, any post_send after
+// kMaxWaiting waiting ones). An application that leaves waiting frames to the progress thread instead (it
+// went on to spin on memory, or to block without arming a CQ) has waited up to the thread's next look; when
+// the thread finds that kStrikes times in a row, with no burst ended by the application in between, it
+// switches coalescing off for kOffNs, twice as long each further time, up to kOffMaxNs. (Once is no proof:
+// an application preempted inside its burst also leaves its frames to the thread.)
+// Under the device lock.
+class PostCoalescer {
+ public:
+  static constexpr uint64_t kBurstNs = 2'000;
+  static constexpr uint32_t kMaxWaiting = 32;
+  static constexpr uint64_t kLeftNs = 20'000;  // waiting this long when the thread finds them: left to it
+  static constexpr uint32_t kStrikes = 3;
+  static constexpr uint64_t kOffNs = 100'000'000, kOffMaxNs = 12'800'000'000;
+
+  explicit PostCoalescer(bool enabled) : enabled_(enabled) {}
+
+  // A post_send that entered at now_ns has queued its work requests: true if their frames may wait (the
+  // post then returns at once); else the caller sends them in a pass and calls sent() when it returns.
+  bool may_wait(uint64_t now_ns) {
+    const uint64_t prev = last_post_ns_;
+    last_post_ns_ = now_ns;
+    if (!enabled_ || now_ns < off_until_ns_ || waiting_ >= kMaxWaiting || now_ns < prev ||
+        now_ns - prev >= kBurstNs)
+      return false;
+    if (!waiting_) waiting_since_ns_ = now_ns;
+    ++waiting_;
+    return true;
+  }
+  // A pass is about to run and sends whatever waits. by_thread: the progress thread's, at now_ns. Returns
+  // true if the application had left frames waiting to the thread.
+  bool pass(bool by_thread, uint64_t now_ns) {
+    if (!waiting_) return false;
+    waiting_ = 0;
+    if (!by_thread || now_ns < waiting_since_ns_ || now_ns - waiting_since_ns_ < kLeftNs) {
+      if (!by_thread) strikes_ = 0;
+      return false;
+    }
+    if (++strikes_ == kStrikes) {
+      strikes_ = 0;
+      off_until_ns_ = now_ns + off_ns_;
+      off_ns_ = std::min(off_ns_ * 2, kOffMaxNs);
+    }
+    return true;
+  }
+  void sent(uint64_t now_ns) { last_post_ns_ = now_ns; }
+  uint32_t waiting() const { return waiting_; }
+  bool off_at(uint64_t now_ns) const { return !enabled_ || now_ns < off_until_ns_; }
+
+ private:
+  const bool enabled_;
+  uint64_t last_post_ns_ = 0;      // when the last post_send returned
+  uint32_t waiting_ = 0;           // posts whose frames wait for the burst's end
+  uint32_t strikes_ = 0;           // bursts in a row left to the progress thread
+  uint64_t waiting_since_ns_ = 0;  // the first of them entered then
+  uint64_t off_until_ns_ = 0;
+  uint64_t off_ns_ = kOffNs;
+};
 
 }  // namespace uroce::provider

@@ -300,7 +300,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
     if ((err = qp->post_send(s)) != 0) break;
   }
   if (err) *bad = wr;
-  e.progress_locked();  // the packets leave now, from the caller's thread
+  e.posted_locked(call.entered());  // the packets leave now, from the caller's thread, or at the burst's end
   return err;
 }
 

@@ -55,6 +55,9 @@ constexpr EnvVar kVars[] = {
   {"UROCE_ACK_HOLD_US", kUint, "0 .. 1000", 0, 1000, "3", "provider",
    "how long an RC responder receiving a stream of requests holds an ACK to answer the requests behind it "
    "too, us; 0: an ACK for every request that asks for one"},
+  {"UROCE_TX_COALESCE", kFlag, "0|1", 0, 0, "1", "provider",
+   "1: a burst of ibv_post_send calls (each within 2 us of the last) sends its frames at its end, the "
+   "caller's next ibv_poll_cq or ibv_req_notify_cq; 0: every post sends at once"},
   {"UROCE_ENGINE_SPIN_US", kUint, "0 .. 1000000", 0, 1000000, "20", "provider",
    "how long the progress thread busy-polls after the last work or verb call before it naps, us"},
   {"UROCE_ENGINE_NAP_US", kUint, "1 .. 1000", 1, 1000, "20", "provider",

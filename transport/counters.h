@@ -30,6 +30,8 @@ namespace uroce {
   X(kGhostResponse, "ghost_response")           \
   X(kAcksSent, "acks_sent")                     \
   X(kAcksHeld, "acks_held")                     \
+  X(kPostsCoalesced, "posts_coalesced")         \
+  X(kCoalescingLeft, "coalescing_left")         \
   X(kCreditStall, "credit_stalls")              \
   X(kCreditUpdateSent, "credit_updates_sent")   \
   X(kCnpSent, "cnp_sent")                       \

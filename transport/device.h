@@ -73,6 +73,8 @@ class Device {
 
   const DeviceConfig& config() const { return cfg_; }
   const Counters& counters() const { return cnt_; }
+  // Counts an event of the engine above the device (its post_send coalescing), single writer as the rest.
+  void count(Counter c) { cnt_.add(c); }
   const wire::RxDropCounters& rx_drops() const { return drops_; }
   // Notification point: a QP sends at most one CNP per this (min_time_between_cnps).
   uint64_t cnp_interval_ns() const { return cnp_interval_ns_; }

@@ -44,5 +44,56 @@ TEST(AppQuietNs, OnTheApplicationsCpuUntilTheTurnBegan) {
   EXPECT_EQ(app_quiet_ns(10'000, 12'000, false, 0), 0u) << "a stamp a little ahead of this clock";
 }
 
+// A burst of posts: the first sends at once, those entering within kBurstNs of the previous one wait, up to
+// kMaxWaiting; a pass sends them all.
+TEST(PostCoalescer, PostsAfterTheFirstOfABurstWait) {
+  using C = PostCoalescer;
+  C c(true);
+  EXPECT_FALSE(c.may_wait(1'000'000)) << "the first post of a burst";
+  uint64_t t = 1'000'000;
+  for (uint32_t i = 0; i < C::kMaxWaiting; ++i) EXPECT_TRUE(c.may_wait(t += 300)) << i;
+  EXPECT_EQ(c.waiting(), C::kMaxWaiting);
+  EXPECT_FALSE(c.may_wait(t += 300)) << "a full burst's worth waits: this one sends them";
+  EXPECT_FALSE(c.pass(false, 0));
+  EXPECT_EQ(c.waiting(), 0u);
+  EXPECT_TRUE(c.may_wait(t += 300));
+  EXPECT_FALSE(c.may_wait(t += C::kBurstNs)) << "a post after a pause sends at once";
+  EXPECT_FALSE(C(false).may_wait(1)) << "switched off (UROCE_TX_COALESCE=0)";
+}
+
+// Bursts left to the progress thread kStrikes times in a row switch coalescing off for kOffNs, then twice
+// that; a burst the application ends itself, or frames the thread finds young, start the count again.
+TEST(PostCoalescer, BurstsLeftToTheProgressThreadSwitchItOff) {
+  using C = PostCoalescer;
+  C c(true);
+  uint64_t t = 1'000'000;
+  auto leave_burst = [&] {
+    c.may_wait(t += 10'000);
+    EXPECT_TRUE(c.may_wait(t += 100));
+    return c.pass(true, t += C::kLeftNs);
+  };
+  EXPECT_TRUE(leave_burst());
+  EXPECT_TRUE(leave_burst());
+  c.may_wait(t += 10'000);
+  c.may_wait(t += 100);
+  EXPECT_FALSE(c.pass(false, 0)) << "the application ended this burst: the count starts again";
+  c.may_wait(t += 10'000);
+  c.may_wait(t += 100);
+  EXPECT_FALSE(c.pass(true, t + C::kLeftNs - 1)) << "found young: a pass of the thread, not a burst left";
+  EXPECT_TRUE(leave_burst());
+  EXPECT_TRUE(leave_burst());
+  EXPECT_FALSE(c.off_at(t));
+  EXPECT_TRUE(leave_burst());
+  EXPECT_TRUE(c.off_at(t));
+  EXPECT_TRUE(c.off_at(t + C::kOffNs - 1));
+  EXPECT_FALSE(c.may_wait(t + 100)) << "off";
+  EXPECT_FALSE(c.may_wait(t + 200));
+  t += C::kOffNs;
+  EXPECT_FALSE(c.off_at(t));
+  for (int i = 0; i < 3; ++i) leave_burst();
+  EXPECT_TRUE(c.off_at(t + 2 * C::kOffNs - 1)) << "twice as long the second time";
+  EXPECT_FALSE(c.off_at(t + 2 * C::kOffNs + 1));
+}
+
 }  // namespace
 }  // namespace uroce::provider
