@@ -136,7 +136,7 @@ class Engine {
     if (now > last && now - last > kAppGapNs &&
         (cpu != app_cpu_.load(std::memory_order_relaxed) ||
          away_ns(last, now, held_from_.load(std::memory_order_relaxed),
-                 held_until_.load(std::memory_order_relaxed)) > kAppGapNs))
+                 held_until_.load(std::memory_order_relaxed), kSwitchBackNs) > kAppGapNs))
       app_gap_ns_.store(now, std::memory_order_relaxed);
     app_last_ns_.store(now, std::memory_order_relaxed);
     app_cpu_.store(cpu, std::memory_order_relaxed);

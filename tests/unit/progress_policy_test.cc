@@ -26,13 +26,25 @@ TEST(KeepSpinning, NeverOnTheApplicationsCpu) {
 // An application thread that called at 1000 and again at 9000 was away 8 us, less what the progress
 // thread's turn on its CPU took of that time.
 TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
-  EXPECT_EQ(away_ns(1'000, 9'000, 0, 0), 8'000u) << "no turn yet";
-  EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000), 2'000u) << "a turn within the gap";
-  EXPECT_EQ(away_ns(1'000, 9'000, 500, 4'000), 5'000u) << "a turn that began before the last call";
-  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 12'000), 5'000u) << "a turn that ends after now";
-  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 5'000), 5'000u) << "a turn not ended: it lasts until now";
-  EXPECT_EQ(away_ns(1'000, 9'000, 100, 900), 8'000u) << "an earlier turn";
-  EXPECT_EQ(away_ns(1'000, 9'000, 9'500, 9'800), 8'000u) << "a later one";
+  EXPECT_EQ(away_ns(1'000, 9'000, 0, 0, 0), 8'000u) << "no turn yet";
+  EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000, 0), 2'000u) << "a turn within the gap";
+  EXPECT_EQ(away_ns(1'000, 9'000, 500, 4'000, 0), 5'000u) << "a turn that began before the last call";
+  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 12'000, 0), 5'000u) << "a turn that ends after now";
+  EXPECT_EQ(away_ns(1'000, 9'000, 6'000, 5'000, 0), 5'000u) << "a turn not ended: it lasts until now";
+  EXPECT_EQ(away_ns(1'000, 9'000, 100, 900, 0), 8'000u) << "an earlier turn";
+  EXPECT_EQ(away_ns(1'000, 9'000, 9'500, 9'800, 0), 8'000u) << "a later one";
+}
+
+// The application gets its CPU back only after the kernel switched from the sleeping thread to it: that
+// time is the thread's turn too, but only once the turn has ended.
+TEST(AwayNs, AnEndedTurnLastsUntilTheSwitchBack) {
+  EXPECT_EQ(away_ns(1'000, 30'000, 2'000, 8'000, 0), 23'000u);
+  EXPECT_EQ(away_ns(1'000, 30'000, 2'000, 8'000, 20'000), 3'000u)
+      << "back at 28'000: 1'000 before, 2'000 after";
+  EXPECT_EQ(away_ns(1'000, 20'000, 2'000, 8'000, 20'000), 1'000u) << "called before the switch-back ended";
+  EXPECT_EQ(away_ns(1'000, 30'000, 6'000, 5'000, 20'000), 5'000u) << "a turn not ended: it lasts until now";
+  EXPECT_EQ(away_ns(1'000, 30'000, 100, 900, 20'000), 9'100u)
+      << "an earlier turn's switch-back, until 20'900";
 }
 
 // On another CPU the application's silence runs until now; on its own CPU it ends where the progress
