@@ -398,19 +398,23 @@ void Engine::run() {
   if (lcore) glue::Eal::unregister_thread();
 }
 
-void Engine::posted_locked(uint64_t entered) {
+uint64_t Engine::posted_locked(uint64_t entered) {
   if (coalescer_.may_wait(entered)) {
     dev_->count(Counter::kPostsCoalesced);
-    return;
+    return 0;
   }
-  progress_locked();
-  coalescer_.sent(clock_.now_ns_unordered());
+  // The burst is timed from the post's return, after its pass (which may have sent a large message, and
+  // read the clock after it).
+  uint64_t now = progress_locked(entered);
+  if (!now) now = clock_.now_ns_unordered();
+  coalescer_.sent(now);
+  return now;
 }
 
-uint32_t Engine::pass_locked() {
+uint32_t Engine::pass_locked(uint64_t now_hint) {
   coalescer_.pass(false, 0);
   uint32_t work = mac_->flush();  // frames a pause held that may go now
-  work += dev_->progress();
+  work += dev_->progress(now_hint);
   if (hook_) work += hook_->pass();
   return work;
 }
@@ -420,12 +424,13 @@ uint64_t Engine::next_deadline_locked() const {
   return hook_ ? std::min(d, hook_->next_deadline()) : d;
 }
 
-void Engine::progress_locked() {
-  pass_locked();
+uint64_t Engine::progress_locked(uint64_t now_hint) {
+  pass_locked(now_hint);
   // The progress thread sleeps until sleeping_until_ (0: it is awake). If this pass left work due earlier
   // (a frame for a one-sided target, a new timer), it must look again now.
   const uint64_t asleep = sleeping_until_.load(std::memory_order_relaxed);
   if (asleep && next_deadline_locked() < asleep) wake();
+  return dev_->last_pass_ns();
 }
 
 }  // namespace uroce::provider

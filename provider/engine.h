@@ -100,11 +100,14 @@ class Engine {
   // The lock every verb holds while it touches the device.
   std::mutex& mu() { return mu_; }
   Device& dev() { return *dev_; }
-  // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it.
-  void progress_locked();
+  // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it. `now_hint`:
+  // the caller's AppCall entry time, which a pass receiving nothing uses instead of reading the clock
+  // (Device::progress). Returns when the pass ended, read after its work (0: it did nothing; AppCall::saw).
+  uint64_t progress_locked(uint64_t now_hint = 0);
   // post_send, under mu(), after it queued its work requests (entered: its AppCall's entry time): sends
   // them in a pass now, unless they may wait for the end of the caller's burst of posts (PostCoalescer).
-  void posted_locked(uint64_t entered);
+  // Returns the time the pass's frames had left at (0: they wait, no time read).
+  uint64_t posted_locked(uint64_t entered);
   // A pass if posted frames wait (ibv_req_notify_cq: the caller is about to block); under mu().
   void flush_posted_locked() {
     if (coalescer_.waiting()) progress_locked();
@@ -143,25 +146,30 @@ class Engine {
     app_inside_.fetch_add(1, std::memory_order_relaxed);
     return now;
   }
-  // The thread leaves the verb: the gap to its next entry starts now, not at its entry (a post_send of a
-  // large message, or a wait for the lock, may keep it inside for tens of microseconds).
-  void app_leave() {
+  // The thread leaves the verb: the gap to its next entry starts then, not at its entry (a post_send of a
+  // large message may keep it inside for tens of microseconds, a preemption anywhere in a call for a time
+  // slice, and neither is the application's absence).
+  void app_leave(uint64_t left_ns) {
     app_inside_.fetch_sub(1, std::memory_order_relaxed);
-    app_last_ns_.store(clock_.now_ns_unordered(), std::memory_order_relaxed);
+    app_last_ns_.store(left_ns, std::memory_order_relaxed);
   }
   static constexpr uint64_t kAppGapNs = 3'000;
-  // Scope of one datapath verb call.
+  // Scope of one datapath verb call. It reads the clock when it leaves, unless the call read it at its end
+  // already (saw(): a pass that worked, the post_send that sent its frames) and then only unlocked.
   class AppCall {
    public:
     explicit AppCall(Engine& e) : e_(e), entered_(e_.app_enter()) {}
-    ~AppCall() { e_.app_leave(); }
+    ~AppCall() { e_.app_leave(left_ ? left_ : e_.clock_.now_ns_unordered()); }
     AppCall(const AppCall&) = delete;
     AppCall& operator=(const AppCall&) = delete;
     uint64_t entered() const { return entered_; }
+    // The call read the clock at `t` with nothing left to do but unlock (0: it did not).
+    void saw(uint64_t t) { left_ = t; }
 
    private:
     Engine& e_;
     const uint64_t entered_;
+    uint64_t left_ = 0;
   };
 
   // The engine of `ibdev` in this process, created on first use; the last release destroys it.
@@ -177,7 +185,7 @@ class Engine {
 
  private:
   void run();
-  uint32_t pass_locked();  // the device's pass, then the hook's
+  uint32_t pass_locked(uint64_t now_hint = 0);  // the device's pass, then the hook's
   uint64_t next_deadline_locked() const;
   void deliver_async_events();
   void start_control(const EngineConfig& cfg);

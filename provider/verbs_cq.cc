@@ -102,12 +102,12 @@ void after_poll(bool found) {
 int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
   Engine& e = engine(ibv->context);
-  const Engine::AppCall call(e);
+  Engine::AppCall call(e);
   // The pass runs only if the lock is free: when the progress thread holds it, it is running that pass now,
   // and this thread waits for it only to read the CQ.
   std::unique_lock lock(e.mu(), std::try_to_lock);
   if (lock.owns_lock())
-    e.progress_locked();
+    call.saw(e.progress_locked(call.entered()));
   else
     lock.lock();
   Wc buf[32];
@@ -151,10 +151,10 @@ UCq* from_ex(ibv_cq_ex* cq) { return reinterpret_cast<UCq*>(cq); }
 int next_poll(ibv_cq_ex* cq) {
   UCq* q = from_ex(cq);
   Engine& e = engine(cq->context);
-  const Engine::AppCall call(e);
+  Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   if (q->cq->poll(1, &q->cur) == 0) {
-    e.progress_locked();
+    call.saw(e.progress_locked(call.entered()));
     if (q->cq->poll(1, &q->cur) == 0) return ENOENT;
   }
   cq->wr_id = q->cur.wr_id;

@@ -277,7 +277,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = uqp(ibv)->qp;
   const bool ud = ibv->qp_type == IBV_QPT_UD;
   const bool xrc = ibv->qp_type == IBV_QPT_XRC_SEND;
-  const Engine::AppCall call(e);
+  Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   for (; wr; wr = wr->next) {
@@ -300,14 +300,15 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
     if ((err = qp->post_send(s)) != 0) break;
   }
   if (err) *bad = wr;
-  e.posted_locked(call.entered());  // the packets leave now, from the caller's thread, or at the burst's end
+  // The packets leave now, from the caller's thread, or at the burst's end.
+  call.saw(e.posted_locked(call.entered()));
   return err;
 }
 
 int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Engine& e = engine(ibv->context);
   Qp* qp = uqp(ibv)->qp;
-  const Engine::AppCall call(e);
+  Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   for (; wr; wr = wr->next) {
@@ -321,7 +322,7 @@ int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   }
   if (err) *bad = wr;
   // A receive posted after the QP advertised no credit queues a credit update for the peer: send it now.
-  if (qp->has_responses()) e.progress_locked();
+  if (qp->has_responses()) call.saw(e.progress_locked(call.entered()));
   return err;
 }
 
@@ -413,14 +414,14 @@ void fill_qp_ops(verbs_context_ops* ops) {
 
 int post_send_batch(UQp* q, const SendWr* wrs, size_t n, size_t* bad) {
   Engine& e = engine(q->vqp.qp.context);
-  const Engine::AppCall call(e);
+  Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
   int err = 0;
   size_t i = 0;
   for (; i < n; ++i)
     if ((err = q->qp->post_send(wrs[i])) != 0) break;
   *bad = i;
-  e.progress_locked();
+  call.saw(e.progress_locked(call.entered()));
   return err;
 }
 

@@ -366,11 +366,13 @@ void Device::flush_tx() {
   if (tx_blocked_) cnt_.add(Counter::kTxRingFull);
 }
 
-uint32_t Device::progress() {
+uint32_t Device::progress(uint64_t now_hint) {
   uint32_t work = 0;
   PktBuf* rx[kBurst];
   uint16_t n = io_->rx_burst(rx, kBurst);
-  pass_now_ = latest(clock_->now_ns_unordered());
+  // Received packets are stamped when they arrive (RTT samples, ACK coalescing); an empty burst may take
+  // the caller's time.
+  pass_now_ = latest(n || !now_hint ? clock_->now_ns_unordered() : now_hint);
   for (uint16_t i = 0; i < n; ++i) handle_rx(rx[i]);
   if (n) io_->free_burst(rx, n);
   work += n;
@@ -389,6 +391,7 @@ uint32_t Device::progress() {
 
   pool_empty_ = false;
   flush_tx();
+  const uint32_t before_tx = work;
   if (!tx_blocked_) {
     // Round robin over the device's QPs in creation order, starting one further each pass; only active
     // QPs can have anything to send, so the turn goes through them from the first at or after the start.
@@ -404,6 +407,11 @@ uint32_t Device::progress() {
     flush_tx();
   }
   retire_idle();
+  // A pass that worked ends at a time read after its work (a long message takes microseconds to build).
+  if (work != before_tx)
+    last_pass_ns_ = latest(clock_->now_ns_unordered());
+  else
+    last_pass_ns_ = work ? pass_now_ : 0;
   pass_now_ = 0;
   return work;
 }
