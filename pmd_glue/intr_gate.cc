@@ -35,6 +35,10 @@ struct IntrGateState {
   std::atomic<uint64_t> passes{0};
   std::atomic<uint64_t> releases{0};
   std::atomic<uint64_t> backoffs{0};
+  // When some link went down or a member joined, with no pass since that found every link up (under mu).
+  std::chrono::steady_clock::time_point unsettled_since = std::chrono::steady_clock::now();
+  bool settled = false;
+  std::atomic<int64_t> last_period_ms{0};
 
   bool install() {
     if (installed) return true;
@@ -92,6 +96,8 @@ bool IntrGate::join(Member* m) {
   m->gated = s.install();
   if (!m->gated) return false;
   s.members.push_back(m);
+  s.unsettled_since = std::chrono::steady_clock::now();  // its handshake starts now
+  s.settled = false;
   s.arm();
   return true;
 }
@@ -122,6 +128,9 @@ unsigned IntrGate::next_slot() {
 uint64_t IntrGate::passes() { return state().passes.load(std::memory_order_relaxed); }
 uint64_t IntrGate::releases() { return state().releases.load(std::memory_order_relaxed); }
 uint64_t IntrGate::backoffs() { return state().backoffs.load(std::memory_order_relaxed); }
+std::chrono::milliseconds IntrGate::last_period() {
+  return std::chrono::milliseconds(state().last_period_ms.load(std::memory_order_relaxed));
+}
 
 // On the interrupt thread, once per pass of its epoll loop while the eventfd is armed.
 void IntrGate::on_gate(void* arg) {
@@ -144,8 +153,13 @@ void IntrGate::on_gate(void* arg) {
         link.link_status != RTE_ETH_LINK_UP)
       settled = false;
   }
+  const auto now = std::chrono::steady_clock::now();
+  if (!settled && s.settled) s.unsettled_since = now;
+  s.settled = settled;
+  const std::chrono::milliseconds p = period(settled, now - s.unsettled_since);
+  s.last_period_ms.store(p.count(), std::memory_order_relaxed);
   thread_out_.store(false, std::memory_order_seq_cst);
-  s.cv.wait_for(lock, settled ? kSettledPeriod : kPeriod);
+  s.cv.wait_for(lock, p);
   // Out again: no burst starts from here on; wait for those under way. A member that enters now sees
   // thread_out_ and backs off, so each wait is at most one burst long, unless this thread woke on the CPU
   // of a datapath thread that it preempted inside a burst: that burst cannot end until this thread sleeps.

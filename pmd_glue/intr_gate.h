@@ -19,12 +19,16 @@
 //
 // The period is kPeriod while some member's link is down (a connect handshake may be under way, and each
 // of its messages waits for a pass) and kSettledPeriod once every link is up, when the only control
-// traffic left is a disconnect. Each pass is a moment in which the ports are blind, and on a loaded host
-// the thread can be preempted in it and leave them blind until it runs again: fewer passes, fewer such
-// moments. The thread stays parked while the gate has members, busy or idle (an idle process wakes it
-// kSettledPeriod apart, which costs nothing measurable): a thread left to sleep in epoll would have to be
-// woken and scheduled before the next burst could run, and on two cores busy with spinning pollers that
-// took from milliseconds to most of a second, during which the QPs' ACK timers ran out.
+// traffic left is a disconnect. A link that stays down longer than kHandshakeWindow (a server whose client
+// has not come) goes back to kSettledPeriod too: a pass every 2 ms was most of an idle server's CPU
+// (~1-2% of a core on a 2-CPU VM), and a client that comes later then waits up to kSettledPeriod per
+// handshake message on the server's side (a handful of them) instead of 2 ms. Each pass is a moment in which
+// the ports are blind, and on a loaded host the thread can be preempted in it and leave them blind until it
+// runs again: fewer passes, fewer such moments. The thread stays parked while the gate has members, busy or
+// idle (an idle process wakes it kSettledPeriod apart, which costs nothing measurable): a thread left to
+// sleep in epoll would have to be woken and scheduled before the next burst could run, and on two cores busy
+// with spinning pollers that took from milliseconds to most of a second, during which the QPs' ACK timers ran
+// out.
 #pragma once
 
 #include <atomic>
@@ -39,6 +43,11 @@ class IntrGate {
  public:
   static constexpr std::chrono::milliseconds kPeriod{2};
   static constexpr std::chrono::milliseconds kSettledPeriod{20};
+  static constexpr std::chrono::seconds kHandshakeWindow{2};
+  // The period between passes: every link up (settled), or some link down, or a member new, for `unsettled`.
+  static constexpr std::chrono::milliseconds period(bool settled, std::chrono::nanoseconds unsettled) {
+    return settled || unsettled >= kHandshakeWindow ? kSettledPeriod : kPeriod;
+  }
   // How long the thread, let out, waits for the bursts under way to end before it gives them its CPU (they
   // may be on it, preempted) and tries again after kRetry.
   static constexpr std::chrono::microseconds kBurstWait{50}, kRetry{50};
@@ -99,6 +108,8 @@ class IntrGate {
   static uint64_t passes();
   static uint64_t releases();
   static uint64_t backoffs();
+  // The period the thread was last parked for (period()), for tests.
+  static std::chrono::milliseconds last_period();
 
   // The scheduling the interrupt thread asks for on its next pass (thread_sched.h). While it is out, no
   // burst of a gated port runs, so it must get a core as soon as its wait ends: on two cores busy with

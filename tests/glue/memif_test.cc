@@ -114,6 +114,38 @@ TEST(MemifPair, AnIdleLinkKeepsTheInterruptThreadParked) {
   expect_pools_full(*server, *client);
 }
 
+// While a link is down the interrupt thread comes out every kPeriod (a handshake may be under way), but
+// not for ever: a server whose client has not come within kHandshakeWindow goes back to kSettledPeriod,
+// and a client that comes later still links up.
+TEST(IntrGatePeriod, ShortOnlyWhileAHandshakeMayBeUnderWay) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(IntrGate::period(true, milliseconds(0)), IntrGate::kSettledPeriod);
+  EXPECT_EQ(IntrGate::period(false, milliseconds(0)), IntrGate::kPeriod);
+  EXPECT_EQ(IntrGate::period(false, IntrGate::kHandshakeWindow - milliseconds(1)), IntrGate::kPeriod);
+  EXPECT_EQ(IntrGate::period(false, IntrGate::kHandshakeWindow), IntrGate::kSettledPeriod);
+  EXPECT_EQ(IntrGate::period(true, seconds(60)), IntrGate::kSettledPeriod);
+}
+
+TEST(MemifPair, AClientThatComesLateStillLinksUp) {
+  TempDir dir;
+  std::unique_ptr<DpdkPort> server = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=server");
+  ASSERT_TRUE(server);
+  ASSERT_FALSE(server->link_up());
+  // Alone past the handshake window: the thread comes out at the settled pace.
+  const auto deadline = std::chrono::steady_clock::now() + IntrGate::kHandshakeWindow + seconds(10);
+  while (IntrGate::last_period() != IntrGate::kSettledPeriod && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(IntrGate::last_period(), IntrGate::kSettledPeriod);
+  ASSERT_FALSE(server->link_up());
+  std::unique_ptr<DpdkPort> client = open_or_fail("memif:socket=" + dir.file("m.sock") + ",role=client");
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(server->wait_link_up(seconds(5)));
+  ASSERT_TRUE(client->wait_link_up(seconds(5)));
+  std::string err;
+  EXPECT_TRUE(test::exchange(*server, *client, 1, 1, std::vector<uint16_t>(16, 512), &err)) << err;
+  expect_pools_full(*server, *client);
+}
+
 // The interrupt thread, let out, may find a burst that does not end: a datapath thread it preempted on its
 // own CPU is inside one and cannot finish while the gate's thread waits. The gate then reopens the ports
 // and tries again later instead of leaving every port blind until that thread runs.
