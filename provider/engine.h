@@ -154,8 +154,9 @@ class Engine {
     app_last_ns_.store(left_ns, std::memory_order_relaxed);
   }
   static constexpr uint64_t kAppGapNs = 3'000;
-  // Scope of one datapath verb call. It reads the clock when it leaves, unless the call read it at its end
-  // already (saw(): a pass that worked, the post_send that sent its frames) and then only unlocked.
+  // Scope of one datapath verb call. It reads the clock when it leaves, unless the call read it after its
+  // work already (saw(): a pass that worked, a post_send that sent its frames); what follows that (copying
+  // completions out, unlocking) is short.
   class AppCall {
    public:
     explicit AppCall(Engine& e) : e_(e), entered_(e_.app_enter()) {}
@@ -163,7 +164,7 @@ class Engine {
     AppCall(const AppCall&) = delete;
     AppCall& operator=(const AppCall&) = delete;
     uint64_t entered() const { return entered_; }
-    // The call read the clock at `t` with nothing left to do but unlock (0: it did not).
+    // The call read the clock at `t` after its work (0: it did not).
     void saw(uint64_t t) { left_ = t; }
 
    private:
