@@ -53,9 +53,8 @@ constexpr EnvVar kVars[] = {
    "CAP_SYS_NICE, else slice), so that they preempt at once even after spinning; none: they keep the "
    "opener's scheduling"},
   {"UROCE_ACK_HOLD_US", kUint, "0 .. 1000", 0, 1000, "3", "provider",
-   "how long an RC responder holds an ACK: in a stream of requests, to answer the requests behind it too; "
-   "for a request that completes a receive, to leave with the application's answer (ahead of it, in one "
-   "burst); us; 0: an ACK for every request that asks for one"},
+   "how long an RC responder receiving a stream of requests holds an ACK to answer the requests behind it "
+   "too, us; 0: an ACK for every request that asks for one"},
   {"UROCE_TX_COALESCE", kFlag, "0|1", 0, 0, "1", "provider",
    "1: a burst of ibv_post_send calls (each within 2 us of the last) sends its frames at its end, the "
    "caller's next ibv_poll_cq or ibv_req_notify_cq; 0: every post sends at once"},
