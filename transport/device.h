@@ -43,10 +43,9 @@ struct DeviceConfig {
   // RC QPs created on this device use selective repeat (Qp::set_selective_repeat; UROCE_SELECTIVE_REPEAT).
   bool selective_repeat = false;
   // ACK coalescing (UROCE_ACK_HOLD_US): an RC responder receiving a stream (requests less than this apart)
-  // holds the ACK a request asks for up to this long, so that it answers the requests behind it too; so it
-  // does for a request that completes a receive, which the application most often answers at once (the ACK
-  // then leaves in the answer's burst, ahead of it). A lone request that completes no receive, or one the
-  // responder's own next packet can carry the ACK past, is answered at once. 0: an ACK for every AckReq.
+  // holds the ACK a request asks for up to this long, so that it answers the requests behind it too. A lone
+  // request, or one the responder's own next packet can carry the ACK past, is answered at once. 0: an ACK
+  // for every AckReq.
   uint64_t ack_hold_ns = 0;
   bool vlan = false;  // tag frames with 802.1Q; the PCP is the address vector's SL
   uint16_t vlan_id = 0;

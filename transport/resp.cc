@@ -338,10 +338,8 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
     resp_.msg = RespMsg::kWrite;
   }
 
-  bool completes_recv = false;
   if (m & kEndsMessage) {
     if (m & kCompletesRecv) {
-      completes_recv = true;
       const bool imm = m & kHasImmDt;
       uint32_t imm_be = 0;
       if (imm) std::memcpy(&imm_be, pkt.immdt().b, 4);
@@ -367,10 +365,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   resp_.epsn = psn_add(resp_.epsn, 1);
   if (type() != QpType::kRc) return;
   // A request that follows the previous one within the hold time is part of a stream: its ACK may wait for
-  // the requests behind it (ACK coalescing, DeviceConfig::ack_hold_ns). One that completed a receive may
-  // wait for the application's answer, which takes it along in one burst (a ping-pong pays one transmit per
-  // turn instead of two, and the ACK costs the peer no receive of its own); if no answer comes, the ACK
-  // leaves when the hold ends.
+  // the requests behind it (ACK coalescing, DeviceConfig::ack_hold_ns).
   const uint64_t now = dev_->now();
   const uint64_t hold_ns = dev_->config().ack_hold_ns;
   const bool streaming = hold_ns && now >= resp_.last_req_ns && now - resp_.last_req_ns < hold_ns;
@@ -378,7 +373,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   if (++resp_.unacked_pkts >= params::kMaxPendingAcks)
     resp_queue_ack(psn);
   else if (bth_ackreq(pkt.bth()))
-    resp_queue_ack(psn, hold_ns && (streaming || completes_recv));
+    resp_queue_ack(psn, streaming);
 }
 
 void Qp::resp_uc(const ParsedPacket& pkt) {
