@@ -82,9 +82,7 @@ class PostCoalescer {
   bool may_wait(uint64_t now_ns) {
     const uint64_t prev = last_post_ns_;
     last_post_ns_ = now_ns;
-    if (!enabled_ || now_ns < off_until_ns_ || waiting_ >= kMaxWaiting || now_ns < prev ||
-        now_ns - prev >= kBurstNs)
-      return false;
+    if (off_at(now_ns) || waiting_ >= kMaxWaiting || now_ns < prev || now_ns - prev >= kBurstNs) return false;
     if (!waiting_) waiting_since_ns_ = now_ns;
     ++waiting_;
     return true;
