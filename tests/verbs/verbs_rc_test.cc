@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/verbs/verbs_env.h"
 
 namespace uroce::test {
@@ -269,11 +271,10 @@ uint64_t device_counter(const std::string& name) {
   char chunk[4096];
   for (size_t n; (n = fread(chunk, 1, sizeof chunk, p)) > 0;) out.append(chunk, n);
   pclose(p);
-  std::string key = "\"";
-  key += name;
-  key += "\":";
-  const size_t at = out.find(key);
-  return at == std::string::npos ? 0 : std::strtoull(out.c_str() + at + key.size(), nullptr, 10);
+  // One reply per device of the process; its counters are the "device" object.
+  const nlohmann::json all = nlohmann::json::parse(out, nullptr, false);
+  if (!all.is_array() || all.empty()) return 0;
+  return all[0].value("device", nlohmann::json::object()).value(name, uint64_t{0});
 }
 
 // A burst of posts whose caller then spins on memory, calling no verb: the frames the burst left waiting
