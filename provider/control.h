@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "provider/capture.h"
+#include "provider/device_lock.h"
 #include "transport/device.h"
 
 namespace uroce::provider {
@@ -48,7 +49,7 @@ namespace uroce::provider {
 struct ControlSource {
   std::string ibdev;
   std::string port;  // the UROCE_PORT spec, for display
-  std::mutex* mu = nullptr;
+  DeviceLock* mu = nullptr;
   const Device* dev = nullptr;
   CaptureTap* tap = nullptr;                    // null: no capture
   std::function<std::vector<uint32_t>()> qpns;  // the QPs to list

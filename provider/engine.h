@@ -41,6 +41,7 @@
 #include "fabric/host_mac.h"
 #include "pmd_glue/thread_sched.h"
 #include "provider/control.h"
+#include "provider/device_lock.h"
 #include "provider/fast_clock.h"
 #include "provider/progress_policy.h"
 #include "transport/device.h"
@@ -98,7 +99,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // The lock every verb holds while it touches the device.
-  std::mutex& mu() { return mu_; }
+  DeviceLock& mu() { return mu_; }
   Device& dev() { return *dev_; }
   // One progress pass; the caller holds mu(). Wakes the progress thread if work is left for it. `now_hint`:
   // the caller's AppCall entry time, which a pass receiving nothing uses instead of reading the clock
@@ -191,7 +192,7 @@ class Engine {
   void deliver_async_events();
   void start_control(const EngineConfig& cfg);
 
-  std::mutex mu_;
+  DeviceLock mu_;
   std::unique_ptr<PacketIo> port_;
   glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port
   const FastClock& clock_ = fast_clock();  // one per process: the CM service's deadlines are compared with it

@@ -120,7 +120,7 @@ void NetdevLink::configure(DeviceConfig* cfg) {
   cfg->resolve = [this](const Gid& gid, wire::MacAddr* mac) { return resolve(gid, mac); };
 }
 
-void NetdevLink::attach(Device* dev, std::mutex* mu) {
+void NetdevLink::attach(Device* dev, DeviceLock* mu) {
   for (unsigned i = 0; i < table_.size(); ++i) dev->set_gid(i, table_[i]);
   watch([dev, mu](unsigned i, const Gid& gid) {
     std::lock_guard lock(*mu);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "provider/device_lock.h"
 #include "runtime/netdev.h"
 #include "transport/device.h"
 
@@ -33,7 +34,7 @@ class NetdevLink {
   void configure(DeviceConfig* cfg);
   // Loads the table into `dev` (before any other thread uses it) and keeps it current from then on, taking
   // `mu` (the device lock) for each change.
-  void attach(Device* dev, std::mutex* mu);
+  void attach(Device* dev, DeviceLock* mu);
   // The table as the sysfs tree held it when this was built (index -> GID; zero: empty). Call before watch().
   const std::vector<Gid>& gids() const { return table_; }
 

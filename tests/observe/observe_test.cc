@@ -276,7 +276,7 @@ class Endpoint : public ::testing::Test {
   FakePort port_;
   CaptureTap tap_{&port_};
   SteadyClock clock_;
-  std::mutex mu_;
+  provider::DeviceLock mu_;
   std::unique_ptr<Device> dev_;
   Pd* pd_ = nullptr;
   Cq* cq_ = nullptr;
@@ -422,7 +422,7 @@ TEST_F(Endpoint, CaptureEndsWhenItsClientGoesAway) {
 
 TEST(ControlEndpoint, OffWithUroceControl0) {
   setenv("UROCE_CONTROL", "0", 1);
-  std::mutex mu;
+  provider::DeviceLock mu;
   std::string err = "x";
   EXPECT_EQ(
       ControlEndpoint::start(ControlSource{"uroce0", "", &mu, nullptr, nullptr, {}, {}, {}}, &err, "/tmp"),
@@ -442,7 +442,7 @@ TEST(ObserveDocs, NameEveryCounter) {
   for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
     EXPECT_TRUE(documented(wire::rx_drop_name(static_cast<wire::RxDrop>(i))))
         << wire::rx_drop_name(static_cast<wire::RxDrop>(i));
-  std::mutex mu;
+  provider::DeviceLock mu;
   FakePort port;
   SteadyClock clock;
   Device dev(DeviceConfig{}, &port, &clock);

@@ -82,7 +82,7 @@ class ControlFd : public ::testing::Test {
   fs::path dir_;
   IdlePort port_;
   CaptureTap tap_{&port_};
-  std::mutex mu_;
+  provider::DeviceLock mu_;
   std::unique_ptr<ControlEndpoint> ep_;
   tools::Endpoint target_;
 };

@@ -1,0 +1,103 @@
+// The device lock (provider/device_lock.h): mutual exclusion, and how a contended lock() waits: spinning
+// while the holder runs on another CPU, asleep at once when the holder took it on this CPU.
+#include "provider/device_lock.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace uroce::provider {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+void pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+}
+
+TEST(DeviceLock, KeepsOutEveryOtherHolder) {
+  DeviceLock lk;
+  uint64_t counter = 0;  // not atomic: only the lock protects it
+  constexpr int kThreads = 3, kRounds = 100'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        std::lock_guard g(lk);
+        ++counter;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counter, uint64_t{kThreads} * kRounds);
+  EXPECT_TRUE(lk.try_lock());
+  EXPECT_FALSE(lk.try_lock());
+  lk.unlock();
+}
+
+// The holder on one CPU keeps the lock until the waiter on another has started spinning: the waiter takes it
+// when it is released, without sleeping (the spin bound is far longer than the test).
+TEST(DeviceLock, SpinsWhileTheHolderRunsOnAnotherCpu) {
+  const auto cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  DeviceLock lk(60s);
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    pin_self(cpus[0]);
+    lk.lock();
+    held = true;
+    while (lk.spun() == 0 && lk.slept() == 0) std::this_thread::yield();
+    lk.unlock();
+  });
+  pin_self(cpus[1]);
+  while (!held) std::this_thread::yield();
+  lk.lock();
+  lk.unlock();
+  holder.join();
+  EXPECT_EQ(lk.spun(), 1u);
+  EXPECT_EQ(lk.slept(), 0u);
+}
+
+// Both on one CPU: the holder cannot release the lock while the waiter spins there, so the waiter sleeps at
+// once (it would otherwise spin for the 5 s bound first, and count as having spun).
+TEST(DeviceLock, SleepsAtOnceWhenTheHolderIsOnItsCpu) {
+  const auto cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  DeviceLock lk(5s);
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    pin_self(cpus[0]);
+    lk.lock();
+    held = true;
+    while (lk.spun() == 0 && lk.slept() == 0) std::this_thread::yield();
+    lk.unlock();
+  });
+  pin_self(cpus[0]);
+  while (!held) std::this_thread::yield();
+  lk.lock();
+  lk.unlock();
+  holder.join();
+  EXPECT_EQ(lk.spun(), 0u);
+  EXPECT_EQ(lk.slept(), 1u);
+}
+
+}  // namespace
+}  // namespace uroce::provider
