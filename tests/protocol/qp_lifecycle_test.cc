@@ -148,6 +148,12 @@ TEST(QpLifecycle, ResetForgetsTheConnectionAndTheQpConnectsAgain) {
 
   ASSERT_EQ(to_state(env.qp, QpState::kReset), 0);
   EXPECT_TRUE(env.poll().empty()) << "RESET discards work without completions";
+  // What the responder had queued (here the credit update for receive 4) left before the QP forgot the
+  // connection, as an RNIC would have sent it already.
+  for (const Emitted& e : env.port.take()) {
+    EXPECT_EQ(e.aeth_kind(), AethKind::kAck);
+    EXPECT_EQ(e.psn(), env.opt.rq_psn);
+  }
   EXPECT_EQ(env.dev->next_deadline(), kNever);
   env.opt.sq_psn = p + 1000;
   env.opt.rq_psn = 0x9000;

@@ -113,6 +113,27 @@ class ResponderAckHold : public ResponderRc {
     return o;
   }
   ResponderAckHold() : ResponderRc(opts()) {}
+
+  // An application that moves the QP to ERR (rdma_disconnect does, right after its last message) or RESET has
+  // seen the completions: the held ACK of its last request leaves before the QP stops answering, or the
+  // peer would retry into silence and end with RETRY_EXC_ERR.
+  void held_ack_leaves_on(QpState next) {
+    for (uint64_t i = 0; i < 2; ++i) ASSERT_EQ(env.post_recv(i * 64, 64, i), 0);
+    const std::vector<uint8_t> data = pattern(8, 3);
+    env.inject(req(op::kRcSendOnly, kPsn, true), data);
+    ASSERT_EQ(env.run().size(), 1u);
+    env.inject(req(op::kRcSendOnly, kPsn + 1, true), data);
+    EXPECT_TRUE(env.advance(100).empty());  // held
+    ASSERT_EQ(env.poll().size(), 2u);
+    QpAttr a;
+    a.qp_state = next;
+    ASSERT_EQ(env.qp->modify(a, kQpState), 0);
+    EXPECT_EQ(env.qp->state(), next);
+    const std::vector<Emitted> f = env.port.take();
+    ASSERT_EQ(f.size(), 1u);
+    expect_ack(f[0], kPsn + 1, 2, 0);
+    EXPECT_TRUE(env.next().empty()) << "sent once";
+  }
 };
 
 TEST_F(ResponderAckHold, AStreamGetsOneAckAfterTheHoldALoneRequestOneAtOnce) {
@@ -138,6 +159,12 @@ TEST_F(ResponderAckHold, AStreamGetsOneAckAfterTheHoldALoneRequestOneAtOnce) {
   ASSERT_EQ(f.size(), 1u);
   expect_ack(f[0], kPsn + 5, 6, aeth_credit_code(2));
 }
+
+TEST_F(ResponderAckHold, AHeldAckLeavesWhenTheApplicationMovesTheQpToErr) {
+  held_ack_leaves_on(QpState::kErr);
+}
+
+TEST_F(ResponderAckHold, AHeldAckLeavesWhenTheApplicationResetsTheQp) { held_ack_leaves_on(QpState::kReset); }
 
 // Ping-pong: the answer a request gets from the application goes out right behind its ACK, never before.
 TEST_F(ResponderAckHold, AHeldAckGoesAheadOfTheQpsOwnNextRequest) {
