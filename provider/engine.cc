@@ -166,6 +166,7 @@ void Engine::print_stats(FILE* out) {
       std::fprintf(out, " pfc_rx=%lu pause_rx=%lu credit_rx=%lu credit_tx=%lu pfc_tx_held=%lu", f.pfc_rx,
                    f.pause_rx, f.credit_rx, f.credit_tx, f.tx_held);
   }
+  if (mu_.spun() || mu_.slept()) std::fprintf(out, " lock_spun=%lu lock_slept=%lu", mu_.spun(), mu_.slept());
   std::fprintf(out, "\n");
 }
 
@@ -193,6 +194,9 @@ void Engine::start_control(const EngineConfig& cfg) {
             {"rx_chain_drop", s.rx_chain_drop},
             {"bell_rings", s.bell_rings},  // memif: the peer was asleep on its bell and we woke it
             {"engine_pool_cache", thread_cached_.load(std::memory_order_relaxed) ? 1u : 0u},
+            // The device lock: contended acquisitions that waited spinning, and those that slept.
+            {"lock_spun", mu_.spun()},
+            {"lock_slept", mu_.slept()},
             {"link_up", dpdk_->link_up() ? 1u : 0u},
             // The MAC's flow control: pause frames received, frames a pause or missing credit held, time
             // paused with frames waiting, link credit updates.
