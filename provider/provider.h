@@ -3,6 +3,7 @@
 // returns an errno; no exception crosses the C ABI.
 #pragma once
 
+#include <array>
 #include <cerrno>
 #include <mutex>
 #include <vector>
@@ -35,6 +36,9 @@ struct UCq {
   ibv_comp_channel* channel;
   uint32_t wc_flags;  // create_cq_ex: which read_* fields the application asked for
   Wc cur;             // create_cq_ex: the completion start_poll/next_poll moved to
+  // poll_cq's batch, under the device lock: a buffer on its stack would be zeroed (1.5 KiB) on every call,
+  // empty ones included.
+  std::array<Wc, 32> batch;
 };
 
 struct USrq {

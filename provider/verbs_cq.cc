@@ -110,13 +110,14 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
     call.saw(e.progress_locked(call.entered()));
   else
     lock.lock();
-  Wc buf[32];
+  UCq* q = ucq(ibv);
+  constexpr int kBatch = static_cast<int>(std::tuple_size_v<decltype(q->batch)>);
   int total = 0;
   while (total < n) {
-    const int got = ucq(ibv)->cq->poll(std::min(n - total, 32), buf);
-    for (int i = 0; i < got; ++i) fill_ibv_wc(buf[i], &wc[total + i]);
+    const int got = q->cq->poll(std::min(n - total, kBatch), q->batch.data());
+    for (int i = 0; i < got; ++i) fill_ibv_wc(q->batch[i], &wc[total + i]);
     total += got;
-    if (got < 32) break;
+    if (got < kBatch) break;
   }
   lock.unlock();
   after_poll(total != 0);
