@@ -53,25 +53,31 @@ TEST(DeviceLock, KeepsOutEveryOtherHolder) {
   lk.unlock();
 }
 
-// The holder on one CPU keeps the lock until the waiter on another has started spinning: the waiter takes it
-// when it is released, without sleeping (the spin bound is far longer than the test).
-TEST(DeviceLock, SpinsWhileTheHolderRunsOnAnotherCpu) {
-  const auto cpus = allowed_cpus();
-  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
-  DeviceLock lk(60s);
+// A holder pinned to holder_cpu takes `lk` and keeps it until a waiter pinned to waiter_cpu has decided how
+// to wait for it (spin or sleep), then releases it; the waiter then takes it.
+void contend(DeviceLock& lk, int holder_cpu, int waiter_cpu) {
   std::atomic<bool> held{false};
   std::thread holder([&] {
-    pin_self(cpus[0]);
+    pin_self(holder_cpu);
     lk.lock();
     held = true;
     while (lk.spun() == 0 && lk.slept() == 0) std::this_thread::yield();
     lk.unlock();
   });
-  pin_self(cpus[1]);
+  pin_self(waiter_cpu);
   while (!held) std::this_thread::yield();
   lk.lock();
   lk.unlock();
   holder.join();
+}
+
+// The holder on another CPU releases the lock while the waiter spins: it takes it without sleeping (the spin
+// bound is far longer than the test).
+TEST(DeviceLock, SpinsWhileTheHolderRunsOnAnotherCpu) {
+  const auto cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  DeviceLock lk(60s);
+  contend(lk, cpus[0], cpus[1]);
   EXPECT_EQ(lk.spun(), 1u);
   EXPECT_EQ(lk.slept(), 0u);
 }
@@ -82,19 +88,7 @@ TEST(DeviceLock, SleepsAtOnceWhenTheHolderIsOnItsCpu) {
   const auto cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());
   DeviceLock lk(5s);
-  std::atomic<bool> held{false};
-  std::thread holder([&] {
-    pin_self(cpus[0]);
-    lk.lock();
-    held = true;
-    while (lk.spun() == 0 && lk.slept() == 0) std::this_thread::yield();
-    lk.unlock();
-  });
-  pin_self(cpus[0]);
-  while (!held) std::this_thread::yield();
-  lk.lock();
-  lk.unlock();
-  holder.join();
+  contend(lk, cpus[0], cpus[0]);
   EXPECT_EQ(lk.spun(), 0u);
   EXPECT_EQ(lk.slept(), 1u);
 }
