@@ -3,13 +3,13 @@
 //
 // The holders are an application thread inside a verb and the progress thread, each for a pass or a
 // verb's bookkeeping: a few microseconds. A plain mutex puts the loser to sleep at once, and waking a
-// thread on another CPU is an inter-processor interrupt; on a paravirtualised 2-CPU VM that costs ~20 us
-// from the wake-up to the sleeper running (3 us when both share a CPU), several times the wait it
-// replaced. In ib_write_lat the application and its progress thread met on the lock in about one post in
-// four, and each meeting put one of them to sleep (futex waits, perf trace, 2026-12-06). Spinning is
-// useless when the holder last took the lock on this CPU: it cannot release it while we hold the CPU, so
-// lock() then sleeps at once. The holder's CPU is where it took the lock; a holder that moved since or
-// was preempted costs at most the spin bound.
+// thread on another CPU is an inter-processor interrupt; on a paravirtualised 2-CPU VM that costs 15-22 us
+// from the wake-up to the sleeper running (4-5 us on one CPU; bench/bench_wakeup.cc), several
+// times the wait it replaced. In ib_write_lat the application and its progress thread met on the lock in
+// about one post in four, and each meeting put one of them to sleep (futex waits, perf trace, 2026-12-06).
+// Spinning is useless when the holder last took the lock on this CPU: it cannot release it while we hold the
+// CPU, so lock() then sleeps at once. The holder's CPU is where it took the lock; a holder that moved since
+// or was preempted costs at most the spin bound.
 #pragma once
 
 #include <sched.h>
