@@ -30,6 +30,7 @@
 
 #include "pmd_glue/dpdk_eal.h"
 #include "pmd_glue/dpdk_port.h"
+#include "tests/support/cpus.h"
 
 using namespace uroce;
 using namespace uroce::glue;
@@ -52,27 +53,14 @@ struct Options {
 int g_cpu_tx = -1, g_cpu_rx = -1;
 
 void pin_to(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (cpu >= 0) uroce::test::pin_this_thread(cpu);
 }
 
 void choose_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &set)) continue;
-    if (g_cpu_tx < 0) {
-      g_cpu_tx = c;
-    } else {
-      g_cpu_rx = c;
-      break;
-    }
-  }
-  if (g_cpu_rx < 0) g_cpu_tx = -1;  // one cpu: nothing to separate
+  const std::vector<int> cpus = uroce::test::allowed_cpus();
+  if (cpus.size() < 2) return;  // one cpu: nothing to separate
+  g_cpu_tx = cpus[0];
+  g_cpu_rx = cpus[1];
 }
 
 double median(std::vector<double> v) {

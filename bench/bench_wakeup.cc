@@ -8,8 +8,6 @@
 // preempt the spinner). Each figure is beside the baseline as a ratio. Needs two CPUs for the last two.
 //
 // Run: build/release/bench/bench_wakeup [wake-ups per case, default 2000]
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/cpus.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -29,12 +29,7 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-bool pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
+using uroce::test::pin_this_thread;
 
 struct Result {
   double p10, p50, p90, p99;  // us
@@ -53,12 +48,12 @@ Result measure(int waker_cpu, int woken_cpu, bool spinner, int n) {
   std::thread spin;
   if (spinner)
     spin = std::thread([&] {
-      pin(woken_cpu);
+      pin_this_thread(woken_cpu);
       while (!stop.load(std::memory_order_relaxed)) {
       }
     });
   std::thread woken([&] {
-    pin(woken_cpu);
+    pin_this_thread(woken_cpu);
     ready = true;
     char c;
     for (int i = 0; i < n; ++i) {
@@ -67,7 +62,7 @@ Result measure(int waker_cpu, int woken_cpu, bool spinner, int n) {
       seen = i + 1;
     }
   });
-  pin(waker_cpu);
+  pin_this_thread(waker_cpu);
   while (!ready) std::this_thread::yield();
   for (int i = 0; i < n; ++i) {
     while (seen.load() < i) {
@@ -93,12 +88,7 @@ Result measure(int waker_cpu, int woken_cpu, bool spinner, int n) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::max(10, std::atoi(argv[1])) : 2000;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof(allowed), &allowed);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> cpus = uroce::test::allowed_cpus();
   if (cpus.empty()) return 2;
   std::printf(
       "wake-up latency: a thread blocked in read() on a pipe, from a busy thread's write() to the\n"

@@ -61,7 +61,7 @@ class DeviceLock {
       const auto until = std::chrono::steady_clock::now() + spin_;
       for (;;) {
         for (int i = 0; i < 32; ++i) {
-          pause();
+          __builtin_ia32_pause();
           if (holder_cpu_.load(std::memory_order_relaxed) == kFree && mu_.try_lock()) return;
         }
         if (std::chrono::steady_clock::now() >= until) break;
@@ -70,12 +70,6 @@ class DeviceLock {
     slept_.fetch_add(1, std::memory_order_relaxed);
     mu_.lock();
   }
-  static void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-
   std::mutex mu_;
   static constexpr int kFree = -2;
   std::atomic<int> holder_cpu_{kFree};  // the CPU the holder took the lock on (-1: unknown), or kFree

@@ -38,7 +38,8 @@ struct UCq {
   Wc cur;             // create_cq_ex: the completion start_poll/next_poll moved to
   // poll_cq's batch, under the device lock: a buffer on its stack would be zeroed (1.5 KiB) on every call,
   // empty ones included.
-  std::array<Wc, 32> batch;
+  static constexpr int kBatch = 32;
+  std::array<Wc, kBatch> batch;
 };
 
 struct USrq {

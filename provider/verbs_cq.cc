@@ -111,13 +111,12 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   else
     lock.lock();
   UCq* q = ucq(ibv);
-  constexpr int kBatch = static_cast<int>(std::tuple_size_v<decltype(q->batch)>);
   int total = 0;
   while (total < n) {
-    const int got = q->cq->poll(std::min(n - total, kBatch), q->batch.data());
+    const int got = q->cq->poll(std::min(n - total, UCq::kBatch), q->batch.data());
     for (int i = 0; i < got; ++i) fill_ibv_wc(q->batch[i], &wc[total + i]);
     total += got;
-    if (got < kBatch) break;
+    if (got < UCq::kBatch) break;
   }
   lock.unlock();
   after_poll(total != 0);

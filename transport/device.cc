@@ -274,13 +274,7 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
 }
 
 int Device::destroy_qp(Qp* qp) {
-  // An RNIC has sent the acknowledgement of a message before the application sees its completion; here it may
-  // still be queued (the port refused frames, or the pass's budget ran out) when the application, done with
-  // its last message, destroys the QP. Send it now: otherwise the peer retries into a QP that is gone and
-  // ends with RETRY_EXC_ERR although everything arrived.
-  flush_tx();  // what is already built first: a blocked device builds nothing new
   if (!qp->error()) qp->resp_flush_acks();
-  flush_tx();
   if (qp->init_.xrc == XrcRole::kTarget) {
     --qp->init_.xrcd->refs;
   } else {

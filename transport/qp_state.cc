@@ -176,16 +176,9 @@ int Qp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & kQpEnSqdAsyncNotify) attr_.en_sqd_async_notify = a.en_sqd_async_notify;
   if (mask & kQpRateLimit) attr_.rate_limit_kbps = a.rate_limit_kbps;
 
-  // An application that moves a QP to ERR or RESET (rdma_disconnect does, right after the last message)
-  // has seen its completions; an RNIC would have sent their acknowledgements long before. Those still
-  // queued here, or held for ACK coalescing, leave first: otherwise the peer retries into a QP that no
-  // longer answers and ends with RETRY_EXC_ERR although everything arrived (as destroy_qp does).
   if ((next == QpState::kErr || next == QpState::kReset) &&
-      (cur == QpState::kRtr || cur == QpState::kRts || cur == QpState::kSqd || cur == QpState::kSqe)) {
-    dev_->flush_tx();  // what is already built first: a blocked device builds nothing new
+      (cur == QpState::kRtr || cur == QpState::kRts || cur == QpState::kSqd || cur == QpState::kSqe))
     resp_flush_acks();
-    dev_->flush_tx();
-  }
   attr_.qp_state = next;
   if (next == cur) {
     if (mask & kQpAv) build_template();

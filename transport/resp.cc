@@ -585,12 +585,19 @@ bool Qp::resp_trim_jobs(uint32_t psn) {
   return true;
 }
 
+// Before the QP stops answering (destroyed, or moved to ERR or RESET by the application, as rdma_disconnect
+// does right after the last message): an RNIC has sent the acknowledgement of a message before the
+// application sees its completion, while here it may still be queued (the port refused frames, the pass's
+// budget ran out) or held for ACK coalescing. Otherwise the peer retries into a QP that no longer answers
+// and ends with RETRY_EXC_ERR although everything arrived.
 void Qp::resp_flush_acks() {
+  dev_->flush_tx();  // what is already built first: a blocked device builds nothing new
   while (resp_.jobs_count && resp_.jobs[resp_.jobs_head].kind != RespJob::kRead &&
          resp_send_job(resp_.jobs[resp_.jobs_head])) {
     resp_.jobs_head = static_cast<uint32_t>((resp_.jobs_head + 1) % resp_.jobs.size());
     --resp_.jobs_count;
   }
+  dev_->flush_tx();
 }
 
 uint32_t Qp::resp_rd_atomic_queued() const {

@@ -3,36 +3,22 @@
 #include "provider/device_lock.h"
 
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
 
+#include "tests/support/cpus.h"
+
 namespace uroce::provider {
 namespace {
 
 using namespace std::chrono_literals;
 
-// The CPUs this process may run on.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
+using test::allowed_cpus;
 
-void pin_self(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
-}
+void pin_self(int cpu) { ASSERT_TRUE(test::pin_this_thread(cpu)); }
 
 TEST(DeviceLock, KeepsOutEveryOtherHolder) {
   DeviceLock lk;
