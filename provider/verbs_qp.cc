@@ -178,7 +178,23 @@ QpAttr qp_attr_from(const ibv_qp_attr& a) {
   return q;
 }
 
+// The attributes of the half an XRC QP does not have are ignored, as the kernel's uverbs does before it
+// checks the mask: an initiator has no responder, a target no requester. Programs written for RC set them
+// anyway (perftest -c XRC sets MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER on its initiators), and with them in the
+// mask the transition table refuses the call.
+int ignored_for(ibv_qp_type type) {
+  switch (type) {
+    case IBV_QPT_XRC_SEND:
+      return IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    case IBV_QPT_XRC_RECV:
+      return IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+    default:
+      return 0;
+  }
+}
+
 int modify_qp(ibv_qp* ibv, ibv_qp_attr* a, int mask) {
+  mask &= ~ignored_for(ibv->qp_type);
   // RoCE has no LID routing: a connected QP's address vector must carry a GRH.
   if ((mask & IBV_QP_AV) && !a->ah_attr.is_global) return EINVAL;
   if ((mask & IBV_QP_STATE) && a->qp_state > IBV_QPS_ERR) return EINVAL;

@@ -87,8 +87,9 @@ class VerbsXrc : public ::testing::Test {
     if (q) qps.push_back(q);
     return q;
   }
-  // Both XRC QPs to RTS pointing at each other, with the attribute masks ibv_xsrq_pingpong uses.
-  void connect(ibv_qp* send, ibv_qp* recv) {
+  // Both XRC QPs to RTS pointing at each other, with the attribute masks ibv_xsrq_pingpong uses, or with
+  // `rc_masks` the masks of an RC QP for both, as perftest -c XRC sets them.
+  void connect(ibv_qp* send, ibv_qp* recv, bool rc_masks = false) {
     const ibv_gid g = gid0(ctx);
     for (ibv_qp* q : {send, recv}) {
       ibv_qp_attr a{};
@@ -109,7 +110,7 @@ class VerbsXrc : public ::testing::Test {
       a.max_dest_rd_atomic = 1;
       a.min_rnr_timer = 12;
       int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-      if (q == recv) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+      if (q == recv || rc_masks) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
       ASSERT_EQ(ibv_modify_qp(q, &a, mask), 0);
       a.qp_state = IBV_QPS_RTS;
       a.timeout = 14;
@@ -118,7 +119,7 @@ class VerbsXrc : public ::testing::Test {
       a.rnr_retry = 7;
       a.max_rd_atomic = 1;
       mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
-      if (q == send) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+      if (q == send || rc_masks) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
       ASSERT_EQ(ibv_modify_qp(q, &a, mask), 0);
     }
   }
@@ -236,6 +237,30 @@ TEST_F(VerbsXrc, SendsLandInTheNamedSrqAndCompleteOnItsCq) {
             0);
   ASSERT_EQ(poll_n(cq, 1).size(), 1u);
   EXPECT_EQ(std::memcmp(buf.data() + 49152, buf.data() + 16384, 3000), 0);
+}
+
+// The kernel's uverbs drops the attributes of the half an XRC QP does not have before it checks the mask, so
+// programs that treat XRC QPs as RC QPs (perftest -c XRC) connect on hardware; they must here too.
+TEST_F(VerbsXrc, AttributesOfTheMissingHalfAreIgnored) {
+  ibv_xrcd* x = open_xrcd(-1, O_CREAT);
+  ASSERT_NE(x, nullptr);
+  ibv_srq* s = xrc_srq(x, srq_cq);
+  ASSERT_NE(s, nullptr);
+  ibv_qp* send = xrc_qp(IBV_QPT_XRC_SEND, nullptr);
+  ibv_qp* recv = xrc_qp(IBV_QPT_XRC_RECV, x);
+  ASSERT_TRUE(send && recv);
+  ASSERT_NO_FATAL_FAILURE(connect(send, recv, true));
+  ASSERT_EQ(recv_on(s, 0, 4096, 1), 0);
+  ASSERT_EQ(send_to(send, srq_num(s), IBV_WR_SEND, 8192, 64), 0);
+  auto sent = poll_n(cq, 1);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(poll_n(srq_cq, 1).size(), 1u);
+  // An attribute outside the table for every QP type is still refused.
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;
+  a.qkey = 1;
+  EXPECT_EQ(ibv_modify_qp(send, &a, IBV_QP_STATE | IBV_QP_QKEY), EINVAL);
 }
 
 TEST_F(VerbsXrc, AWrongSrqNumberFailsTheSend) {
