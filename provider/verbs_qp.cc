@@ -93,6 +93,7 @@ UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a, ibv_xrcd* xrcd = n
   }
   init_event_sync(&ibv.mutex, &ibv.cond, &ibv.events_completed);
   if (a->srq) a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+  a->cap.max_inline_data = q->qp->attr().cap.max_inline_data;  // rounded up to the gather list's room
   e.qp_events[ibv.qp_num] = {&ibv, async_wfd(c)};
   return q;
 }
@@ -138,6 +139,9 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
   UQp* q = make_qp(c, xrcd ? nullptr : a->pd, &base, xrcd);
   if (!q) return nullptr;
   a->cap = base.cap;
+  // A target serves its domain's SRQs and uses no PD, but libibverbs reports the PD its creator passed, and
+  // librdmacm takes the id's PD from it: rdma_xserver then creates its XRC SRQ on that PD.
+  if (xrcd && (a->comp_mask & IBV_QP_INIT_ATTR_PD)) q->vqp.qp.pd = a->pd;
   if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
     q->vqp.comp_mask |= kVerbsQpEx;
     init_qp_ex(q, a->send_ops_flags);

@@ -14,6 +14,8 @@ wire::MacAddr mac_for_gid(const Gid& gid) { return wire::mac_for_gid(gid); }
 
 namespace {
 
+constexpr uint32_t kSgeBytes = 16;  // an SGE in a send queue entry: address, length and key
+
 // Takes the notification point's keys out of `p` (what remains is the reaction point's) and returns the CNP
 // interval. Throws std::invalid_argument naming a bad key.
 uint64_t take_np_params(cc::Params* p) {
@@ -269,7 +271,14 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
     qpn = next_qpn_;
     next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
   }
-  place_qp(qpn, pd, init, out);
+  // Inline data takes the room of a send queue entry's gather list, as in Soft-RoCE: a QP gets at least the
+  // bytes its send SGEs would take, whatever it asked for, and its creator is told (ibv_create_qp updates
+  // the caps). Programs that post a few bytes inline without asking for any (rdma_xclient) work as on
+  // hardware, where a ConnectX rounds up to its WQE size too.
+  QpInitAttr eff = init;
+  eff.cap.max_inline_data =
+      std::max(init.cap.max_inline_data, std::min(init.cap.max_send_sge * kSgeBytes, params::kMaxInline));
+  place_qp(qpn, pd, eff, out);
   return 0;
 }
 

@@ -22,6 +22,40 @@ TEST(DeviceCaps, ExtendedAttributesAgreeWithTheBasicOnes) {
   EXPECT_EQ(ibv_close_device(ctx), 0);
 }
 
+// A QP's inline room is at least what its gather list takes (16 bytes per send SGE, up to the device's
+// max_inline_data), as on Soft-RoCE; a ConnectX rounds up to its WQE size too. ibv_create_qp and
+// ibv_query_qp report it (RcVerbsInline.InlineWithoutAskedRoom posts into it).
+TEST(DeviceCaps, AQpsInlineRoomIsAtLeastItsGatherList) {
+  ibv_context* ctx = open_uroce();
+  ASSERT_NE(ctx, nullptr);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd && cq);
+  struct Case {
+    uint32_t sge, asked, got;
+  };
+  for (const Case c : {Case{1, 0, 16}, Case{4, 0, 64}, Case{2, 100, 100}, Case{0, 0, 0}, Case{32, 0, 256}}) {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+    a.cap.max_send_sge = c.sge;
+    a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = c.asked;
+    ibv_qp* qp = ibv_create_qp(pd, &a);
+    ASSERT_NE(qp, nullptr) << c.sge << " SGEs";
+    EXPECT_EQ(a.cap.max_inline_data, c.got) << c.sge << " SGEs, " << c.asked << " bytes asked";
+    ibv_qp_attr q{};
+    ibv_qp_init_attr init{};
+    ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_CAP, &init), 0);
+    EXPECT_EQ(q.cap.max_inline_data, c.got);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  }
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
 TEST(DeviceCaps, CompletionVectorsOutsideTheContextsAreRefused) {
   ibv_context* ctx = open_uroce();
   ASSERT_NE(ctx, nullptr);

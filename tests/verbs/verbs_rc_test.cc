@@ -83,6 +83,38 @@ TEST_F(RcVerbs, InlineSend) {
   EXPECT_EQ(poll_n(a.cq, 1).at(0).status, IBV_WC_SUCCESS);
 }
 
+// A QP that asked for no inline room has its gather list's (rdma_xclient posts 16 bytes inline on one SGE).
+TEST(RcVerbsInline, InlineWithoutAskedRoom) {
+  VerbsSide a, b;
+  make_side(&a, IBV_QPT_RC);
+  make_side(&b, IBV_QPT_RC);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = a.cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap = ibv_qp_cap{4, 4, 1, 1, 0};
+  ibv_qp* q = ibv_create_qp(a.pd, &init);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(init.cap.max_inline_data, 16u);
+  ASSERT_EQ(ibv_destroy_qp(a.qp), 0);
+  a.qp = q;
+  ASSERT_EQ(connect_rc(a, b), 0);
+  ibv_sge r{reinterpret_cast<uint64_t>(b.buf.data()), 64, b.mr->lkey};
+  ASSERT_EQ(post_recv(b.qp, &r, 1), 0);
+  char msg[17] = "sixteen bytes!!";
+  ibv_sge s{reinterpret_cast<uint64_t>(msg), 17, 0};
+  EXPECT_EQ(post_send(q, IBV_WR_SEND, &s, 1, 0, 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE), EINVAL)
+      << "one byte beyond the room";
+  s.length = 16;
+  ASSERT_EQ(post_send(q, IBV_WR_SEND, &s, 1, 0, 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE), 0);
+  auto got = poll_n(b.cq, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].byte_len, 16u);
+  EXPECT_EQ(std::memcmp(b.buf.data(), msg, 16), 0);
+  EXPECT_EQ(poll_n(a.cq, 1).at(0).status, IBV_WC_SUCCESS);
+  destroy_side(&a);
+  destroy_side(&b);
+}
+
 TEST_F(RcVerbs, WriteWithImmReadAndAtomics) {
   ibv_sge r = sge(b, 0, 0);
   ASSERT_EQ(post_recv(b.qp, &r, 1, 7), 0);

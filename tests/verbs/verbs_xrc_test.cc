@@ -218,6 +218,17 @@ TEST_F(VerbsXrc, SendsLandInTheNamedSrqAndCompleteOnItsCq) {
   ibv_qp *send = nullptr, *recv = nullptr;
   ASSERT_NO_FATAL_FAILURE(connected_pair(x, &send, &recv));
   EXPECT_EQ(recv->pd, nullptr);  // a target belongs to its domain, not to a PD
+  // Given one, a target reports the PD its creator passed, as libibverbs does (librdmacm takes the id's PD
+  // from it), and still serves the SRQs of its domain whatever their PD.
+  ibv_qp_init_attr_ex a{};
+  a.qp_type = IBV_QPT_XRC_RECV;
+  a.comp_mask = IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_PD;
+  a.xrcd = x;
+  a.pd = pd;
+  ibv_qp* with_pd = ibv_create_qp_ex(ctx, &a);
+  ASSERT_NE(with_pd, nullptr);
+  qps.push_back(with_pd);
+  EXPECT_EQ(with_pd->pd, pd);
   for (size_t i = 0; i < 6000; ++i) buf[16384 + i] = static_cast<uint8_t>(i * 5 + 1);
   ASSERT_EQ(recv_on(s1, 0, 8000, 1), 0);
   ASSERT_EQ(recv_on(s2, 32768, 8000, 2), 0);
