@@ -24,7 +24,7 @@ expect() {  # expect REGEX WHAT
 expect '^hca_id:[[:space:]]+uroce' "the uroce device"
 expect 'vendor_id:[[:space:]]+0xffffff$' "the software-device vendor id"
 expect 'phys_port_cnt:[[:space:]]+1$' "one port"
-expect 'atomic_cap:[[:space:]]+ATOMIC_GLOB' "global atomics"
+expect 'atomic_cap:[[:space:]]+ATOMIC_HCA' "HCA atomics, as Soft-RoCE and a ConnectX report them"
 expect '^[[:space:]]+MEM_WINDOW$' "memory windows"
 expect '^[[:space:]]+MEM_WINDOW_TYPE_2B$' "type 2B memory windows"
 expect 'device_cap_flags_ex:[[:space:]]+0x10000000000$' "ATOMIC WRITE (bit 40) as the only extended flag"
