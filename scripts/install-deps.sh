@@ -17,7 +17,7 @@ packages=(
   # man_completion renders the man pages
   man-db
   # real clients the tests run over uroce
-  ucx-utils openmpi-bin libopenmpi-dev
+  ucx-utils libucx-dev openmpi-bin libopenmpi-dev
   # RDMA CM: librdmacm headers for the ucma tests, rping/udaddy/ucmatose
   librdmacm-dev rdmacm-utils
   # libfabric (fi_info, fi_pingpong) over its verbs provider
