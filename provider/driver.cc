@@ -126,8 +126,8 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.max_qp_init_rd_atom = params::kMaxRdAtomic;
   // Responder atomics are CPU atomics on the target memory, atomic against local CPU accesses too (what
   // IBV_ATOMIC_GLOB promises), but the device reports IBV_ATOMIC_HCA, the weaker promise it keeps as well, as
-  // Soft-RoCE and a ConnectX do: UCX enables device atomics (uct rc_verbs fetch-add, swap, compare-swap, and
-  // so UCP's and OpenSHMEM's) only for IBV_ATOMIC_HCA.
+  // Soft-RoCE and a ConnectX do: UCX enables its uct rc_verbs device atomics (add, fetch-add, compare-swap)
+  // only for IBV_ATOMIC_HCA.
   d.atomic_cap = IBV_ATOMIC_HCA;
   d.max_ah = params::kMaxAh;
   d.max_srq = params::kMaxSrq;
