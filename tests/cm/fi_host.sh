@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # fi_host.sh UROCE UROCED
 # libfabric's verbs provider between two bare `uroce run` processes on one host, through its host switch:
-# fi_info lists a FI_EP_MSG endpoint and fi_pingpong (-c: data checked) runs over MSG endpoints (verbs) and
-# over RDM endpoints (verbs;ofi_rxm), the client naming the host's interface address. libfabric finds RDMA
+# fi_info lists a FI_EP_MSG endpoint and fi_pingpong (-c: data checked) runs over MSG endpoints (verbs), over
+# RDM endpoints on RC (verbs;ofi_rxm) and on UD (verbs;ofi_rxd), and over DGRAM endpoints (verbs, UD: messages
+# up to the MTU), the client naming the host's interface address. libfabric finds RDMA
 # devices through the non-loopback interface addresses, so this runs in a network namespace this script
 # creates, whose interface (one end of a veth pair) has 10.215.0.1 and which has its own uroced; nothing
 # leaves it. The namespace is deleted whatever happens.
@@ -43,7 +44,7 @@ run 30 fi_info -p verbs -t FI_EP_MSG >"$dir/fi_info.log" 2>&1 || fail "fi_info e
 grep -q "type: FI_EP_MSG" "$dir/fi_info.log" && grep -q "domain: uroce0" "$dir/fi_info.log" ||
   fail "fi_info listed no FI_EP_MSG endpoint on uroce0"
 port=47601
-for prov in "verbs msg" "verbs;ofi_rxm rdm"; do
+for prov in "verbs msg 1m" "verbs;ofi_rxm rdm 1m" "verbs;ofi_rxd rdm 1m" "verbs dgram 4k"; do
   set -- $prov
   run 60 fi_pingpong -p "$1" -e "$2" -I 50 -c -B "$port" >"$dir/server.log" 2>&1 &
   spid=$!
@@ -52,10 +53,10 @@ for prov in "verbs msg" "verbs;ofi_rxm rdm"; do
     fail "fi_pingpong -p $1 client exited $?"
   wait "$spid" || fail "fi_pingpong -p $1 server exited $?"
   spid=
-  grep -Eq "^1m +50 +=50 " "$dir/client.log" || fail "fi_pingpong -p $1 did not reach 1 MiB"
+  grep -Eq "^$3 +50 +=50 " "$dir/client.log" || fail "fi_pingpong -p $1 -e $2 did not reach $3"
   echo "== fi_pingpong -p $1 -e $2"; cat "$dir/client.log"
   port=$((port + 1))
 done
 grep -q "lease" "$dir"/uroce-*/uroced.log 2>/dev/null || grep -q "lease" "$dir"/uroced.log 2>/dev/null ||
   fail "not through the host switch"
-echo "PASS: libfabric verbs (msg and rxm) between two bare uroce run processes through the host switch"
+echo "PASS: libfabric verbs (msg, rxm, rxd and dgram) between two bare uroce run processes through the host switch"
