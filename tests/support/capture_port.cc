@@ -186,8 +186,9 @@ int ProtoEnv::post(WrOpcode op, size_t off, uint32_t len, uint64_t wr_id, uint64
 }
 
 std::vector<Wc> ProtoEnv::poll() {
-  std::vector<Wc> out(4096);
-  out.resize(static_cast<size_t>(cq->poll(static_cast<int>(out.size()), out.data())));
+  std::vector<Wc> out;
+  Wc batch[64];
+  for (int got; (got = cq->poll(64, batch)) > 0;) out.insert(out.end(), batch, batch + got);
   return out;
 }
 

@@ -136,7 +136,7 @@ class ProtoEnv {
   int connect(Qp* q);
   // Lifts the end-to-end credit limit with an ACK of the PSN before sq_psn (only before anything was sent).
   void unlimited_credits();
-  std::vector<Wc> poll();
+  std::vector<Wc> poll();  // every completion the CQ holds
   std::vector<AsyncEvent> events();
 
   // Playing the peer: headers of a frame the remote sends to our QP (Ethernet/IP addressed to this device,
