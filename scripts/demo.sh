@@ -3,11 +3,15 @@
 # what uroce can do today, printing what it measured:
 #   1. unmodified libibverbs tools see the uroce device (ibv_devices, ibv_devinfo);
 #   2. verbs programs move data over uroce (RC/UC/UD, READ, atomics, SRQ) through the system's libibverbs;
+#      2b-2d: a server and a client with no flags (ibv_rc_pingpong), the RDMA CM (rping, ib_write_bw -R),
+#      UCX and Open MPI, each pair as two bare `uroce run` through the host switch;
 #   3. the wire layer's cost next to memcpy and zlib, measured in the same run;
-#   4. RC goodput against packet loss in the deterministic simulator.
+#   4. RC goodput against packet loss in the deterministic simulator;
 #   5. unmodified perftest between two processes over a DPDK memif pair, beside raw memif and TCP loopback
-#      (bench/bench_verbs_memif.sh: ratios and targets).
-# The uroced host switch and congestion control are not built yet: the script says so at the end.
+#      (bench/bench_verbs_memif.sh: ratios and targets);
+#   6. an ib_write_bw pair through the uroced host switch, with `uroce stats` and `uroce capture` meanwhile;
+#   7-8. congestion control (DCQCN, HPCC, PFC) in the simulator and in real time through uroced.
+# What is not there yet is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,14 +40,25 @@ for _ in $(seq 100); do ss -ltn 'sport = :18998' | grep -q LISTEN && break; slee
 wait || true
 
 echo
-echo "== 2c. UCX (ucx_perftest tag_bw at the UCP level) and Open MPI (pml ucx, 2 ranks) over uroce"
+echo "== 2c. The RDMA CM: rping (data checked) and ib_write_bw -R between two bare 'uroce run'"
+UROCE_UCMA_TRACE=1 "$uroce" run -- rping -s -a 127.0.0.1 -C 10 -V >/tmp/uroce-demo-rping.log 2>&1 &
+for _ in $(seq 100); do grep -q "LISTEN.*-> ok" /tmp/uroce-demo-rping.log && break; sleep 0.1; done
+"$uroce" run -- rping -c -a 127.0.0.1 -C 10 -V -v | tail -2 || true
+wait || true
+UROCE_UCMA_TRACE=1 "$uroce" run -- ib_write_bw -R -D 2 -p 18996 >/tmp/uroce-demo-bwr.log 2>&1 &
+for _ in $(seq 100); do grep -q "LISTEN.*-> ok" /tmp/uroce-demo-bwr.log && break; sleep 0.1; done
+"$uroce" run -- ib_write_bw -R -D 2 -p 18996 127.0.0.1 | grep -A1 "#bytes" || true
+wait || true
+
+echo
+echo "== 2d. UCX (ucx_perftest tag_bw at the UCP level) and Open MPI (pml ucx, 2 ranks) over uroce"
 export UCX_NET_DEVICES=uroce0:1 UCX_TLS=rc_verbs,ud_verbs
 "$uroce" run -- ucx_perftest -t tag_bw -n 2000 -s 65536 -p 18997 >/tmp/uroce-demo-ucx.log 2>&1 &
 for _ in $(seq 100); do ss -ltn 'sport = :18997' | grep -q LISTEN && break; sleep 0.1; done
 "$uroce" run -- ucx_perftest 127.0.0.1 -t tag_bw -n 2000 -s 65536 -p 18997 2>&1 | grep -E "Stage|Final" || true
 wait || true
 if [ -x build/release/tests/clients/mpi_exchange ]; then
-  mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ucx -x UCX_NET_DEVICES -x UCX_TLS \
+  mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ucx --mca osc ucx -x UCX_NET_DEVICES -x UCX_TLS \
     -x OMPI_MCA_pml_ucx_devices=any -x OMPI_MCA_pml_ucx_tls=any \
     "$uroce" run -- build/release/tests/clients/mpi_exchange 2>&1 | tail -3 || true
 fi
@@ -98,6 +113,6 @@ rm -rf "$demo_out"
 
 echo
 echo "== Not there yet"
-echo "The RDMA CM (rping, rdma_server/client, rsockets, ib_write_bw -R, qperf -cm1, libfabric verbs; design in"
-echo "docs/design/rdma-cm.md), one GID per host, memory windows/XRC/ODP, the bandwidth and latency targets over"
-echo "memif (section 5). README.md."
+echo "One GID per host (each process leases its own from uroced), multicast joins and AF_IB in the RDMA CM,"
+echo "fast-register MRs, type 2A windows, FLUSH, IPv6 through uroced, and the bandwidth and latency targets over"
+echo "memif (section 5). README.md, 'Not yet'."
