@@ -2,6 +2,7 @@
 
 #include "tests/support/frames.h"
 #include "transport/wire/opcode.h"
+#include "transport/wire/packet.h"
 
 namespace uroce::wire {
 namespace {
@@ -61,6 +62,46 @@ TEST(OpcodeTable, ReceiveCompletionRules) {
   EXPECT_FALSE(op_has(op::kRcReadRequest, kHasPayload));
   EXPECT_STREQ(op_name(op::kRcCmpSwap), "RC_CMP_SWAP");
   EXPECT_STREQ(op_name(0x15), "UNKNOWN");
+}
+
+// The memif bell's transmitter rings a peer armed for one-sided requests only for frames of these.
+TEST(FrameClass, OneSidedRequestsAreWritesReadRequestsAndAtomics) {
+  const struct { bool ipv6, vlan; } shapes[] = {{false, false}, {false, true}, {true, false}, {true, true}};
+  for (uint8_t o : test::all_opcodes()) {
+    const uint32_t m = op_info(o).mask;
+    const bool want = (m & kIsRequest) && (m & (kOpWrite | kOpRead | kOpAtomic));
+    for (const auto& s : shapes) {
+      const PacketHeaders h = test::sample_headers(o, s.ipv6, s.vlan);
+      const auto payload = test::sample_payload(o, 8);
+      const auto frame = test::make_frame(h, payload);
+      const size_t bth = test::boundaries_of(h, payload.size()).bth;
+      EXPECT_EQ(frame_is_one_sided_request(frame.data(), frame.size()), want)
+          << op_name(o) << " ipv6=" << s.ipv6 << " vlan=" << s.vlan;
+      // Cut anywhere (a heap copy of exactly n bytes, for ASan): never read past the end, and once the
+      // opcode is gone, never a request.
+      for (size_t n = 0; n < frame.size(); ++n) {
+        const std::vector<uint8_t> cut(frame.begin(), frame.begin() + static_cast<long>(n));
+        const bool got = frame_is_one_sided_request(cut.data(), cut.size());
+        if (n <= bth) {
+          EXPECT_FALSE(got) << op_name(o) << " cut at " << n;
+        }
+      }
+    }
+  }
+  for (uint8_t o : {op::kRcWriteOnly, op::kRcReadRequest, op::kRcCmpSwap, op::kRcFetchAdd, op::kRcAtomicWrite,
+                    op::kUcWriteOnly})
+    EXPECT_TRUE(op_has(o, kIsRequest)) << op_name(o);
+  const auto write = test::make_frame(test::sample_headers(op::kRcWriteOnly, false, false), {1, 2, 3, 4});
+  EXPECT_TRUE(frame_is_one_sided_request(write.data(), write.size()));
+  for (uint8_t o :
+       {op::kRcSendOnly, op::kRcAck, op::kRcReadRespOnly, op::kRcAtomicAck, op::kUdSendOnly, op::kCnp}) {
+    const auto f = test::make_frame(test::sample_headers(o, false, false), test::sample_payload(o, 4));
+    EXPECT_FALSE(frame_is_one_sided_request(f.data(), f.size())) << op_name(o);
+  }
+  // Another UDP port is not RoCEv2.
+  auto other = write;
+  other[14 + 20 + 3] ^= 0xFF;  // the low byte of the destination port (IPv4 without VLAN: UDP at 34)
+  EXPECT_FALSE(frame_is_one_sided_request(other.data(), other.size()));
 }
 
 }  // namespace

@@ -179,4 +179,33 @@ void finish_trailer(uint32_t crc, size_t payload_len, uint8_t* trailer);
 // headers_len(h) + payload.size() + trailer_len(payload.size()) bytes. Returns the frame length.
 size_t build_frame(const PacketHeaders& h, ConstBytes payload, uint8_t* out);
 
+// Whether a RoCEv2 frame carries a one-sided request (RDMA WRITE, RDMA READ request, ATOMIC): what a
+// responder acts on with no help from its application. Reads only fixed fields (Ethernet type, IP header
+// length and protocol, UDP destination port, BTH opcode) and checks nothing else: a frame too short to tell,
+// or not RoCEv2, is not one. For the memif bell's transmitter (pmd_glue/memif_bell.h), not for validation.
+inline bool frame_is_one_sided_request(const uint8_t* f, size_t len) {
+  const auto load_be16 = [](const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); };
+  if (len < 14) return false;
+  size_t off = 12;
+  uint16_t type = load_be16(f + off);
+  if (type == kEtherTypeVlan) {
+    off += 4;
+    if (len < off + 2) return false;
+    type = load_be16(f + off);
+  }
+  off += 2;
+  if (type == kEtherTypeIpv4) {
+    if (len < off + 20 || f[off + 9] != kIpProtoUdp) return false;
+    off += static_cast<size_t>(f[off] & 0x0F) * 4;
+  } else if (type == kEtherTypeIpv6) {
+    if (len < off + 40 || f[off + 6] != kIpProtoUdp) return false;
+    off += 40;
+  } else {
+    return false;
+  }
+  if (len < off + 9 || load_be16(f + off + 2) != kRoceV2Port) return false;
+  const uint8_t opcode = f[off + 8];
+  return op_has(opcode, kIsRequest) && (op_info(opcode).mask & (kOpWrite | kOpRead | kOpAtomic)) != 0;
+}
+
 }  // namespace uroce::wire
