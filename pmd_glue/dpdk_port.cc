@@ -17,6 +17,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/intr_gate.h"
+#include "transport/wire/packet.h"
 
 namespace uroce::glue {
 
@@ -164,7 +165,12 @@ uint16_t DpdkPort::tx_burst(PktBuf** bufs, uint16_t n) {
     sent += k;
     if (k < chunk) break;  // ring full or link down: the rest stay with the caller
   }
-  if (sent && bell_) bell_->ring_if_armed();  // a peer asleep on its bell wakes for these frames
+  if (sent && bell_)  // a peer asleep on its bell wakes for these frames
+    bell_->ring_if_armed([&] {
+      for (uint16_t i = 0; i < sent; ++i)
+        if (wire::frame_is_one_sided_request(bufs[i]->data, bufs[i]->len)) return true;
+      return false;
+    });
   return sent;
 }
 
@@ -231,9 +237,9 @@ bool DpdkPort::wait_link_up(std::chrono::milliseconds timeout) const {
   }
 }
 
-bool DpdkPort::enable_rx_interrupt() {
+bool DpdkPort::enable_rx_interrupt(bool requests_only) {
   if (bell_) {
-    bell_->arm();
+    bell_->arm(requests_only ? MemifBell::kArmRequests : MemifBell::kArmAll);
     return true;
   }
   if (rx_event_fd_ < 0) return false;

@@ -83,7 +83,15 @@ class DpdkPort final : public PacketIo {
   // queue's data fd).
   int rx_event_fd() const { return rx_event_fd_; }
   bool rx_interrupt_is_hint() const { return bell_ != nullptr; }
-  bool enable_rx_interrupt();
+  // A memif port whose peer has joined the bell: it rings when we arm (memif_bell.h).
+  bool peer_rings() const { return bell_ != nullptr && bell_->peer_joined(); }
+  // Whether a caller should hold the lock it holds around rx_burst for enable/disable_rx_interrupt: a PMD's
+  // interrupt control is not documented as safe beside a burst; the bell's flag and FIFO are the receiving
+  // thread's own.
+  bool rx_interrupt_needs_lock() const { return bell_ == nullptr; }
+  // requests_only: the memif bell rings only for frames with a one-sided request (memif_bell.h); other
+  // interrupts fire for every frame whatever it is.
+  bool enable_rx_interrupt(bool requests_only = false);
   void disable_rx_interrupt();
 
   struct Stats {

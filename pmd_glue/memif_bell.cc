@@ -13,8 +13,10 @@ namespace uroce::glue {
 namespace {
 
 constexpr size_t kPageBytes = 4096;
-// Each end's flag on its own cache line, apart from the other's.
+// Each end's flag on its own cache line, apart from the other's; each end's "joined" mark on a line of
+// its own, read only when its peer goes to sleep.
 constexpr size_t kSlotOffset[2] = {64, 128};
+constexpr size_t kJoinedOffset[2] = {192, 256};
 
 std::string sys_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -80,23 +82,28 @@ std::unique_ptr<MemifBell> MemifBell::open(const std::string& socket, uint32_t i
     return nullptr;
   }
   b->page_ = p;
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     b->slot_[i] = reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(p) + kSlotOffset[i]);
+    b->joined_[i] = reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(p) + kJoinedOffset[i]);
+  }
   b->mine().store(0, std::memory_order_relaxed);  // a flag left by an end that died asleep
+  if (server) b->theirs_joined().store(0, std::memory_order_relaxed);  // no client has joined this server yet
   b->own_fd_ = open_fifo(fifo_path(socket, id, server), create, err);
   if (b->own_fd_ < 0) return nullptr;
   b->peer_fd_ = open_fifo(fifo_path(socket, id, !server), create, err);
   if (b->peer_fd_ < 0) return nullptr;
+  b->mine_joined().store(1, std::memory_order_release);
   return b;
 }
 
 MemifBell::~MemifBell() {
+  if (own_fd_ >= 0 && peer_fd_ >= 0) mine_joined().store(0, std::memory_order_release);
   if (page_ != nullptr) munmap(page_, kPageBytes);
   if (own_fd_ >= 0) ::close(own_fd_);
   if (peer_fd_ >= 0) ::close(peer_fd_);
 }
 
-void MemifBell::arm() { mine().store(1, std::memory_order_seq_cst); }
+void MemifBell::arm(uint32_t mode) { mine().store(mode, std::memory_order_seq_cst); }
 
 void MemifBell::disarm() {
   mine().store(0, std::memory_order_relaxed);

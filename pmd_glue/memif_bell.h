@@ -14,6 +14,11 @@
 // them sees the other's store, so a frame never waits for a sleeper that missed it. The transmitter
 // clears the flag as it rings, so a sleep costs the peer at most one write().
 //
+// An end arms its flag either for every frame (kArmAll: its progress thread serves alone) or for one-sided
+// requests only (kArmRequests: its application polls and handles the rest itself, but may go on to spin on
+// memory and leave a WRITE, READ or ATOMIC to the thread). For the latter the transmitter rings only when
+// the burst holds such a request (wire::frame_is_one_sided_request), and leaves the flag set otherwise.
+//
 // The bell is a wake-up hint, never needed for correctness: an end whose peer has no bell (another memif
 // program, an older uroce, files it may not open) still receives everything, at its nap's pace.
 //
@@ -43,19 +48,33 @@ class MemifBell {
 
   // Before sleeping on fd(): arm, then look at the rx ring once more (a frame published before the flag
   // was seen rang nobody). After waking, however it woke: disarm (clears the flag, empties the FIFO).
-  void arm();
+  void arm(uint32_t mode = kArmAll);
   void disarm();
+  static constexpr uint32_t kArmAll = 1, kArmRequests = 2;
   bool armed() const { return mine().load(std::memory_order_relaxed) != 0; }
 
-  // After frames were published in the ring towards the peer: rings the peer's bell if it sleeps on it.
-  // True when it rang. One full fence and one load when the peer is awake.
-  bool ring_if_armed() {
+  // After frames were published in the ring towards the peer: rings the peer's bell if it sleeps on it,
+  // armed for everything or, when has_request() says the frames hold a one-sided request, for those. True
+  // when it rang. One full fence and one load when the peer is awake.
+  template <typename HasRequest>
+  bool ring_if_armed(HasRequest has_request) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (theirs().load(std::memory_order_relaxed) == 0) return false;
+    const uint32_t v = theirs().load(std::memory_order_relaxed);
+    if (v == 0) return false;
+    if (v == kArmRequests && !has_request()) return false;
     return ring_slow();
+  }
+  bool ring_if_armed() {
+    return ring_if_armed([] { return true; });
   }
 
   uint64_t rings() const { return rings_.load(std::memory_order_relaxed); }
+
+  // Whether the other end has joined the bell (an end marks itself when it opens the files and unmarks when
+  // it closes), so that it rings when we arm: a sleeper then need not nap short for frames that ring
+  // nobody. A mark left by an end that died stays until the next end joins; a bell-less program that takes
+  // its place would leave our frames to the naps, which stay as the bound (engine.cc).
+  bool peer_joined() const { return theirs_joined().load(std::memory_order_relaxed) != 0; }
 
   // The server removes the files when its port closes (as memif removes its socket).
   void remove_files();
@@ -68,6 +87,8 @@ class MemifBell {
   MemifBell() = default;
   std::atomic<uint32_t>& mine() const { return *slot_[server_ ? 0 : 1]; }
   std::atomic<uint32_t>& theirs() const { return *slot_[server_ ? 1 : 0]; }
+  std::atomic<uint32_t>& mine_joined() const { return *joined_[server_ ? 0 : 1]; }
+  std::atomic<uint32_t>& theirs_joined() const { return *joined_[server_ ? 1 : 0]; }
   bool ring_slow();
 
   std::string socket_;
@@ -75,6 +96,7 @@ class MemifBell {
   bool server_ = false;
   void* page_ = nullptr;
   std::atomic<uint32_t>* slot_[2] = {nullptr, nullptr};
+  std::atomic<uint32_t>* joined_[2] = {nullptr, nullptr};
   int own_fd_ = -1;   // our FIFO, opened read-write so that it never reports end-of-file
   int peer_fd_ = -1;  // the peer's FIFO, opened read-write so that opening never waits for its reader
   std::atomic<uint64_t> rings_{0};

@@ -103,5 +103,31 @@ TEST(MemifBell, NoWakeUpIsLost) {
   EXPECT_EQ(missed_wakeups(*p.client, *p.server, kRounds), 0u);
 }
 
+// An end knows whether the other has joined the bell (and so rings it): the mark comes with the other's
+// open and goes with its close; a server that opens the files anew starts with no client, whatever mark a
+// client of an earlier server left.
+TEST(MemifBell, EachEndSeesWhetherTheOtherJoined) {
+  TempDir dir;
+  const std::string sock = dir.file("m.sock");
+  std::string err;
+  auto server = MemifBell::open(sock, 0, true, &err);
+  ASSERT_NE(server, nullptr) << err;
+  EXPECT_FALSE(server->peer_joined());
+  auto client = MemifBell::open(sock, 0, false, &err);
+  ASSERT_NE(client, nullptr) << err;
+  EXPECT_TRUE(server->peer_joined());
+  EXPECT_TRUE(client->peer_joined());
+  client.reset();
+  EXPECT_FALSE(server->peer_joined());
+  // A client that dies leaves its mark (here: still open) until a new server starts on the files.
+  client = MemifBell::open(sock, 0, false, &err);
+  ASSERT_NE(client, nullptr) << err;
+  server.reset();  // as a server that died: the files stay
+  EXPECT_FALSE(client->peer_joined());
+  auto next = MemifBell::open(sock, 0, true, &err);
+  ASSERT_NE(next, nullptr) << err;
+  EXPECT_FALSE(next->peer_joined());
+}
+
 }  // namespace
 }  // namespace uroce::glue

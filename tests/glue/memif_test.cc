@@ -18,6 +18,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "tests/glue/frame_exchange.h"
+#include "tests/support/frames.h"
 
 namespace uroce::glue {
 namespace {
@@ -216,6 +217,54 @@ TEST(MemifPair, AnArmedBellWakesTheReceiverOnTheNextFrame) {
   EXPECT_FALSE(std::filesystem::exists(glue::MemifBell::fifo_path(sock, 0, false)));
 }
 
+// A progress thread whose application polls its CQ arms the bell for one-sided requests only: the frames the
+// application handles itself (SENDs, ACKs, READ responses) ring nothing, a WRITE, READ request or ATOMIC
+// rings at once (provider/engine.cc).
+TEST(MemifPair, ABellArmedForRequestsRingsForOneSidedRequestsOnly) {
+  TempDir dir;
+  std::unique_ptr<DpdkPort> server, client;
+  ASSERT_TRUE(open_linked_pair(dir, &server, &client));
+  ASSERT_GE(server->rx_event_fd(), 0);
+  EXPECT_TRUE(server->peer_rings());  // each end joined the bell: each rings the other
+  EXPECT_TRUE(client->peer_rings());
+  const auto send_one = [&](uint8_t opcode) {
+    const auto f = uroce::test::make_frame(uroce::test::sample_headers(opcode, false, false),
+                                           uroce::test::sample_payload(opcode, 16));
+    PktBuf* b = nullptr;
+    ASSERT_EQ(client->alloc_burst(&b, 1), 1);
+    ASSERT_LE(f.size(), b->cap);
+    std::memcpy(b->data, f.data(), f.size());
+    b->len = static_cast<uint16_t>(f.size());
+    ASSERT_EQ(client->tx_burst(&b, 1), 1);
+  };
+  pollfd p{server->rx_event_fd(), POLLIN, 0};
+  ASSERT_TRUE(server->enable_rx_interrupt(/*requests_only=*/true));
+  for (uint8_t o :
+       {wire::op::kRcSendOnly, wire::op::kRcAck, wire::op::kRcReadRespOnly, wire::op::kRcAtomicAck})
+    send_one(o);
+  EXPECT_EQ(client->stats().bell_rings, 0u);
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  for (uint8_t o : {wire::op::kRcWriteOnly, wire::op::kRcReadRequest, wire::op::kRcFetchAdd}) {
+    send_one(o);
+    EXPECT_EQ(poll(&p, 1, 0), 1) << wire::op_name(o);
+    server->disable_rx_interrupt();
+    ASSERT_TRUE(server->enable_rx_interrupt(true));
+  }
+  EXPECT_EQ(client->stats().bell_rings, 3u);
+  // Armed for everything (the thread serves alone), a SEND rings too.
+  server->disable_rx_interrupt();
+  ASSERT_TRUE(server->enable_rx_interrupt());
+  send_one(wire::op::kRcSendOnly);
+  EXPECT_EQ(poll(&p, 1, 0), 1);
+  EXPECT_EQ(client->stats().bell_rings, 4u);
+  server->disable_rx_interrupt();
+  PktBuf* bufs[kBurst];
+  uint32_t got = 0;
+  for (uint16_t n; (n = server->rx_burst(bufs, kBurst)) > 0; got += n) server->free_burst(bufs, n);
+  EXPECT_EQ(got, 8u);
+  expect_pools_full(*server, *client);
+}
+
 // Something else at a bell's path (here a directory) leaves the port without a bell, working as before.
 TEST(MemifPair, APortWhoseBellCannotOpenStillCarriesFrames) {
   TempDir dir;
@@ -226,6 +275,7 @@ TEST(MemifPair, APortWhoseBellCannotOpenStillCarriesFrames) {
   EXPECT_EQ(server->rx_event_fd(), -1);
   EXPECT_FALSE(server->enable_rx_interrupt());
   EXPECT_FALSE(server->rx_interrupt_is_hint());
+  EXPECT_FALSE(server->peer_rings());
   std::string err;
   const std::vector<uint16_t> lens(100, 1024);
   EXPECT_TRUE(test::exchange(*client, *server, 1, 1, lens, &err)) << err;
