@@ -280,17 +280,15 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
 // without rx interrupts (memif, af_packet in DPDK 22.11) does not say when frames arrive; with an rx
 // interrupt (tap) or the in-process hub (which rings the doorbell) the thread sleeps until the next deadline.
 void Engine::run() {
-  // Polling: the nap is a quarter of how long the application has polled without a gap, within
-  // [kPollingMinNapNs, kPollingMaxNapNs]: a long-running poller is checked on rarely, one that just
-  // started (ib_write_lat between its memory waits) soon. kPollingMaxNapNs is also the longest an
-  // application that stops calling (blocks in read(), say) waits before the thread takes over. Where the
-  // thread shares the application's CPU, each look takes that CPU from the application, and a look that
-  // comes late or runs long must not read as the application's absence (app_quiet_ns, away_ns).
+  // Polling: naps as polling_nap_ns says (progress_policy.h), on the memif bell armed for one-sided
+  // requests where the port has one. The longest is also the longest an application that stops calling
+  // (blocks in read(), say) waits before the thread takes over. Where the thread shares the application's
+  // CPU, each look takes that CPU from the application, and a look that comes late or runs long must not
+  // read as the application's absence (app_quiet_ns, away_ns).
   // Otherwise: the thread spins spin_ns_ (UROCE_ENGINE_SPIN_US) after the last work or the application's last
   // call (data for a memory poller comes within microseconds of its last post), then naps from kMinNapNs
   // doubling to 1 ms while the device was busy within the last second, then to 20 ms: a long-idle process
   // costs well under 1% of a core, at the price of up to 20 ms before it notices the first new frame.
-  constexpr uint64_t kPollingMinNapNs = 10'000, kPollingMaxNapNs = 1'000'000;
   const uint64_t kMinNapNs = min_nap_ns_;
   constexpr uint64_t kBusyMaxNapNs = 1'000'000, kIdleMaxNapNs = 20'000'000;
   constexpr uint64_t kIdleAfterNs = 1'000'000'000;
@@ -317,11 +315,16 @@ void Engine::run() {
   const bool lcore = dpdk_ && glue::Eal::register_thread();
   thread_cached_.store(lcore, std::memory_order_relaxed);
   uint64_t last_work = clock_.now_ns();
-  uint64_t nap = kMinNapNs;
+  // The first nap after work: short where frames may come without waking us, the longest busy one where
+  // the peer rings its bell when we arm it (the nap then only bounds what a stale mark could cost).
+  const auto first_nap = [&] { return dpdk_ && dpdk_->peer_rings() ? kBusyMaxNapNs : kMinNapNs; };
+  uint64_t nap = first_nap();
   const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
   // Frames may arrive without waking us (no rx interrupt, or memif's bell, which a peer that has none does
   // not ring): look again after a nap.
   const bool blind = dpdk_ && (rx_fd < 0 || dpdk_->rx_interrupt_is_hint());
+  const bool bell = blind && rx_fd >= 0;  // memif's bell (a peer that joined it rings it when we arm it)
+  const auto until = [](uint64_t deadline, uint64_t now) { return deadline > now ? deadline - now : 0; };
   uint64_t looked = 0;      // when this thread last checked on the application
   bool holding = false;     // this turn runs on the CPU the application last called from
   uint64_t turn_start = 0;  // and began then (held_from_)
@@ -337,9 +340,27 @@ void Engine::run() {
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it
     bool armed = false;
     std::unique_lock lock(mu_, std::defer_lock);
-    if (polling) {
+    if (polling && bell && dpdk_->peer_rings()) {
+      // Application threads drive the engine, but one that goes on to spin on memory (ib_write_lat
+      // between its posts) leaves the WRITE, READ or ATOMIC aimed at it to this thread. The bell, armed
+      // for those only, brings them at once, while the traffic the application handles itself (SENDs,
+      // ACKs, READ responses) rings nothing. So the naps need not be short to catch the switch: each look
+      // is a wake-up that takes a CPU from a spinning application (docs/latency.md). The bell needs no
+      // lock; with the lock free, one pass after arming takes a request published before the flag, which
+      // rang nobody (an application inside a verb passes itself).
+      armed = dpdk_->enable_rx_interrupt(/*requests_only=*/true);
+      uint64_t deadline = kNever;
+      if (lock.try_lock()) {
+        if (coalescer_.pass(true, now)) dev_->count(Counter::kCoalescingLeft);
+        pass_locked();
+        now = clock_.now_ns();
+        deadline = next_deadline_locked();
+        lock.unlock();
+      }
+      sleep_ns = std::min(polling_nap_ns(now - gap, true), until(deadline, now));
+    } else if (polling) {
       // Application threads drive the engine. Stay off the lock and the CPU; nobody rings us.
-      sleep_ns = std::clamp((now - gap) / 4, kPollingMinNapNs, kPollingMaxNapNs);
+      sleep_ns = polling_nap_ns(now - gap, false);
     } else if (!lock.try_lock()) {
       sleep_ns = kPollingMinNapNs;  // an application thread is inside a verb, running the pass
     } else {
@@ -349,7 +370,7 @@ void Engine::run() {
       now = clock_.now_ns();
       if (work || deadline <= now) {
         last_work = now;
-        nap = kMinNapNs;
+        nap = first_nap();
         continue;
       }
       if (keep_spinning(now - last_work, since_app, spin_ns_, app_cpu_.load(std::memory_order_relaxed),
@@ -367,7 +388,7 @@ void Engine::run() {
       if (armed && pass_locked()) {
         dpdk_->disable_rx_interrupt();
         last_work = clock_.now_ns();
-        nap = kMinNapNs;
+        nap = first_nap();
         continue;
       }
       // Published under the lock: a verb that leaves earlier work behind sees it and rings the doorbell.
@@ -389,10 +410,17 @@ void Engine::run() {
       turn_start = fired ? woke : std::min(due, woke);
       held_from_.store(turn_start, std::memory_order_relaxed);
     }
-    if (sleeping_until_.load(std::memory_order_relaxed) || armed) {
+    // Awake: no lock for what needs none. Taking it here, after a wake-up on the CPU of an application
+    // thread that holds it (preempted inside a verb), put this thread to sleep on the lock at once, and
+    // its wake-up when the verb returned came right after this one: the kernel then often held it off the
+    // CPU until the next tick (docs/latency.md). A verb that still reads the old sleeping_until_ rings the
+    // doorbell for nothing; one that reads 0 leaves its deadline to this thread's next pass.
+    sleeping_until_.store(0, std::memory_order_relaxed);
+    if (armed && !dpdk_->rx_interrupt_needs_lock()) {
+      dpdk_->disable_rx_interrupt();
+    } else if (armed) {
       std::lock_guard relock(mu_);
-      sleeping_until_.store(0, std::memory_order_relaxed);
-      if (armed) dpdk_->disable_rx_interrupt();
+      dpdk_->disable_rx_interrupt();
     }
     if (polling) continue;
     if (backoff && !fired) continue;  // nothing woke us: keep backing off

@@ -9,8 +9,9 @@
 // with no thread hand-off. The progress thread reads the stamps and is in one of two modes (see run()):
 //   polling  application threads came back within kAppGapNs every time since the thread last looked (not
 //            counting the time the thread itself kept them off their CPU): they drive; the thread stays off
-//            the lock and the CPU, looking again after a nap that grows with how long they have polled
-//            (10 us to 1 ms);
+//            the CPU, looking again after a nap that grows with how long they have polled (10 us to 1 ms;
+//            from 200 us on a memif port with the bell, which it arms for one-sided requests only: one that
+//            comes after the application went on to spin on memory wakes it at once);
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
 //            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
 //            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us

@@ -20,6 +20,20 @@ inline bool keep_spinning(uint64_t since_work_ns, uint64_t since_app_ns, uint64_
   return app_cpu < 0 || app_cpu != this_cpu;
 }
 
+// How long the progress thread naps while application threads poll (engine.h), polled_ns after their last
+// gap: a quarter of that, up to kPollingMaxNapNs, so that a long-running poller is checked on rarely. A
+// look is how the thread notices that the application went on to spin on memory and left a one-sided
+// request aimed at it to the thread. Without a bell to wake the thread for those, one that just started
+// polling (ib_write_lat between its memory waits) is looked at after kPollingMinNapNs; with the memif bell
+// armed for them (bell_for_requests), not before kPollingBellMinNapNs: on a 2-CPU VM each look is a
+// wake-up that takes a CPU from a spinning application for 10-30 us, and builds the debt that later keeps
+// the thread waiting for a tick (docs/latency.md).
+constexpr uint64_t kPollingMinNapNs = 10'000, kPollingBellMinNapNs = 200'000, kPollingMaxNapNs = 1'000'000;
+inline uint64_t polling_nap_ns(uint64_t polled_ns, bool bell_for_requests) {
+  return std::clamp(polled_ns / 4, bell_for_requests ? kPollingBellMinNapNs : kPollingMinNapNs,
+                    kPollingMaxNapNs);
+}
+
 // Of the time from an application thread's last verb call (last_ns) to its next (now_ns), the part it was
 // away by its own doing: less the progress thread's turn on its CPU [held_from_ns, held_until_ns +
 // switch_back_ns) where the two overlap. A thread that polls without pause but shares its CPU with the

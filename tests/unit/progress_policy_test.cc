@@ -25,6 +25,19 @@ TEST(KeepSpinning, NeverOnTheApplicationsCpu) {
 
 // An application thread that called at 1000 and again at 9000 was away 8 us, less what the progress
 // thread's turn on its CPU took of that time.
+// While applications poll, the thread looks at them after a quarter of how long they have polled: soon
+// for one that just started, rarely for one that has polled long; with the bell armed for one-sided
+// requests it need not look soon, since such a request wakes it.
+TEST(PollingNapNs, AQuarterOfThePollingWithinItsBounds) {
+  EXPECT_EQ(polling_nap_ns(0, false), kPollingMinNapNs);
+  EXPECT_EQ(polling_nap_ns(400'000, false), 100'000u);
+  EXPECT_EQ(polling_nap_ns(60'000'000, false), kPollingMaxNapNs);
+  EXPECT_EQ(polling_nap_ns(0, true), kPollingBellMinNapNs);
+  EXPECT_EQ(polling_nap_ns(2'000'000, true), 500'000u);
+  EXPECT_EQ(polling_nap_ns(60'000'000, true), kPollingMaxNapNs);
+  EXPECT_LT(kPollingMinNapNs, kPollingBellMinNapNs);
+}
+
 TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
   EXPECT_EQ(away_ns(1'000, 9'000, 0, 0, 0), 8'000u) << "no turn yet";
   EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000, 0), 2'000u) << "a turn within the gap";
