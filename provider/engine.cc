@@ -351,7 +351,8 @@ void Engine::run() {
       armed = dpdk_->enable_rx_interrupt(/*requests_only=*/true);
       uint64_t deadline = kNever;
       if (lock.try_lock()) {
-        if (coalescer_.pass(true, now)) dev_->count(Counter::kCoalescingLeft);
+        // Posts waiting for the end of the application's burst go with this pass, as with one of its
+        // own: a polling application has left nothing to this thread (PostCoalescer counts only those).
         pass_locked();
         now = clock_.now_ns();
         deadline = next_deadline_locked();
