@@ -37,6 +37,8 @@ enum CmEvent : uint32_t {
   kEvRejected = 8,
   kEvEstablished = 9,
   kEvDisconnected = 10,
+  kEvMulticastJoin = 12,
+  kEvMulticastError = 13,
 };
 
 struct Channel;
@@ -44,6 +46,7 @@ struct Channel;
 struct Event {
   Event* next;
   uint32_t owner;  // the id that counts it when reported: the listener for CONNECT_REQUEST, else resp.id
+  uint32_t mc;     // the multicast group it is about (ucma_mcast.cc), which counts it too; 0: none
   rdma_ucm_event_resp resp;
 };
 
@@ -121,6 +124,11 @@ Id* new_id(Channel* ch);           // under lock(); nullptr when out of memory
 void destroy_ids_of(Channel* ch);  // channel closing: every id on it, backend told without the lock
 int handle_command(Channel* ch, uint32_t cmd, const void* payload, size_t in_len, size_t out_len);
 int connection_command(Channel* ch, uint32_t cmd, const void* payload, size_t in_len);  // ucma_conn.cc
+// ucma_mcast.cc: JOIN_IP_MCAST, JOIN_MCAST and LEAVE_MCAST; the groups of a destroyed id (under lock());
+// a group's reported event (under lock()).
+int multicast_command(Channel* ch, uint32_t cmd, const void* payload, size_t in_len, size_t out_len);
+void leave_groups_of(uint32_t id);
+void count_group_event(uint32_t mc);
 void fill_info(const Id& id, uroce_cm_id_info* info);
 
 // ucma_backend.cc

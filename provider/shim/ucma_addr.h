@@ -26,6 +26,12 @@ inline bool addr_loopback(const sockaddr_in6& a) {
   return IN6_IS_ADDR_LOOPBACK(&a.sin6_addr);
 }
 
+// A group address: IPv4 224.0.0.0/4, IPv6 ff00::/8.
+inline bool addr_multicast(const sockaddr_in6& a) {
+  if (a.sin6_family == AF_INET) return (ntohl(as_v4(a).sin_addr.s_addr) >> 28) == 0xE;
+  return a.sin6_family == AF_INET6 && a.sin6_addr.s6_addr[0] == 0xFF;
+}
+
 // 127.0.0.1 or ::1, keeping the family.
 inline void set_loopback(sockaddr_in6& a) {
   if (a.sin6_family == AF_INET) {
@@ -62,6 +68,19 @@ inline void ip_to_gid(const sockaddr_in6& a, uint8_t* gid) {
     std::memcpy(gid + 12, &as_v4(a).sin_addr, 4);
   } else {
     std::memcpy(gid, &a.sin6_addr, 16);
+  }
+}
+
+// The address a GID stands for, in `family` when it can be (an IPv4-mapped GID in AF_INET), port 0.
+inline void gid_to_addr(const uint8_t* gid, sa_family_t family, sockaddr_in6* a) {
+  std::memset(a, 0, sizeof *a);
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (family == AF_INET && std::memcmp(gid, kMapped, 12) == 0) {
+    as_v4(*a).sin_family = AF_INET;
+    std::memcpy(&as_v4(*a).sin_addr, gid + 12, 4);
+  } else {
+    a->sin6_family = AF_INET6;
+    std::memcpy(&a->sin6_addr, gid, 16);
   }
 }
 

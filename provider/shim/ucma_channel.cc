@@ -138,6 +138,7 @@ int get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out_len) {
         eventfd_drain(ch);
       }
       if (Id* owner = find_id(ev->owner)) ++owner->events_reported;
+      if (ev->mc != 0) count_group_event(ev->mc);
       if (ev->resp.event == kEvConnectRequest) {
         // The new id is the application's from now on, on the channel that reported it (the kernel
         // creates it here, on the reading file: the listener may have migrated since the request came).

@@ -164,6 +164,25 @@ int resolve_ip(Channel* ch, const rdma_ucm_resolve_ip& cmd) {
     copy_addr(&src, cmd.dst_addr);
     if (addr_any(src)) set_loopback(src);
     if (device().ok) std::memcpy(id->dgid, device().gids[dst_gid], 16);
+  } else if (addr_multicast(cmd.dst_addr)) {
+    // A group (mckey): the frames leave through the device the id is bound to, else through the one the
+    // host routes the group to, else (a device of the host switch, whose addresses no route names) through
+    // the device's own address; the destination GID is the group's.
+    int src_gid = id->has_dev ? id->gid_index : -1;
+    if (src_gid >= 0) {
+      copy_addr(&src, id->src);
+    } else if (route_source(cmd.dst_addr, &src, &src_gid) != 0 && device().ok) {
+      src_gid = device().on_loopback ? device().loopback_gid : 0;
+      gid_to_addr(device().gids[src_gid], cmd.dst_addr.sin6_family, &src);
+    }
+    if (src_gid < 0) {
+      id->state = IdState::kBound;
+      push_locked(id, kEvAddrError, -ENODEV);
+      unlock();
+      return 0;
+    }
+    dst_gid = src_gid;
+    ip_to_gid(cmd.dst_addr, id->dgid);
   } else {
     int src_gid = -1;
     if ((err = route_source(cmd.dst_addr, &src, &src_gid)) != 0) {
@@ -424,12 +443,13 @@ int handle_command(Channel* ch, uint32_t cmd, const void* payload, size_t in_len
     // The AF_IB probe's BIND fails, so librdmacm stays in legacy mode (commands 0-18) for IP ids.
     case RDMA_USER_CM_CMD_BIND:
       return -EAFNOSUPPORT;
-    case RDMA_USER_CM_CMD_GET_OPTION:  // a NULL slot in the kernel's table too
     case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
+    case RDMA_USER_CM_CMD_JOIN_MCAST:
     case RDMA_USER_CM_CMD_LEAVE_MCAST:
+      return multicast_command(ch, cmd, payload, in_len, out_len);
+    case RDMA_USER_CM_CMD_GET_OPTION:  // a NULL slot in the kernel's table too
     case RDMA_USER_CM_CMD_QUERY:
     case RDMA_USER_CM_CMD_RESOLVE_ADDR:
-    case RDMA_USER_CM_CMD_JOIN_MCAST:
       return -ENOSYS;
     default:
       return -EINVAL;

@@ -101,6 +101,7 @@ Id* new_id(Channel* ch) {
 uint32_t free_id(Id* id, uint32_t* gone, uint32_t max_gone) {
   uint32_t n = 0;
   const uint32_t handle = id->handle;
+  leave_groups_of(handle);
   drop_events_of(handle);
   g_ids[handle] = nullptr;
   std::free(id);

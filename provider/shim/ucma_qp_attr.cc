@@ -9,12 +9,6 @@
 #include <cstring>
 
 namespace uroce::shim::ucma {
-namespace {
-
-constexpr uint32_t kUdpQkey = 0x01234567;  // RDMA_UDP_QKEY
-
-}  // namespace
-
 int make_qp_attr(const Id& id, uint32_t qp_state, ib_uverbs_qp_attr* a) {
   std::memset(a, 0, sizeof *a);
   a->qp_state = qp_state;

@@ -162,10 +162,10 @@ TEST(UcmaAbiLayout, CommandAndEventNumbers) {
   EXPECT_EQ(RDMA_USER_CM_CMD_BIND, 20);
   EXPECT_EQ(RDMA_USER_CM_CMD_JOIN_MCAST, 22);
   // The shim's own event numbers (it does not include librdmacm's header) against librdmacm's.
-  const uint32_t shim[] = {u::kEvAddrResolved, u::kEvAddrError,      u::kEvRouteResolved,
-                           u::kEvRouteError,   u::kEvConnectRequest, u::kEvConnectResponse,
-                           u::kEvConnectError, u::kEvUnreachable,    u::kEvRejected,
-                           u::kEvEstablished,  u::kEvDisconnected};
+  const uint32_t shim[] = {
+      u::kEvAddrResolved,    u::kEvAddrError,     u::kEvRouteResolved, u::kEvRouteError, u::kEvConnectRequest,
+      u::kEvConnectResponse, u::kEvConnectError,  u::kEvUnreachable,   u::kEvRejected,   u::kEvEstablished,
+      u::kEvDisconnected,    u::kEvMulticastJoin, u::kEvMulticastError};
   ASSERT_EQ(kNumLibrdmacmEvents, sizeof shim / sizeof shim[0]);
   for (size_t i = 0; i < kNumLibrdmacmEvents; ++i) {
     EXPECT_EQ(shim[i], kLibrdmacmEvents[i].value) << kLibrdmacmEvents[i].name;

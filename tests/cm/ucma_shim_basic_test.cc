@@ -271,6 +271,63 @@ TEST_F(UcmaShim, RemoteDestinationIsAddrError) {
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
+// A group address resolves through the device (its source is the device's), and a UD id joins the group at
+// once (no subnet manager on RoCE): the event carries the multicast QPN, the UDP port space's Q_Key and an
+// address handle to the group's GID (IPv4 as ::ffff:a.b.c.d). Nothing is sent.
+TEST_F(UcmaShim, MulticastJoinAndLeave) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in group = loopback(0);
+  group.sin_addr.s_addr = inet_addr("224.1.2.3");
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(group), 2000), 0) << std::strerror(errno);
+  rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_ADDR_RESOLVED);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  ASSERT_NE(id->verbs, nullptr);
+  const uint8_t mgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 224, 1, 2, 3};
+  EXPECT_EQ(std::memcmp(id->route.addr.addr.ibaddr.dgid.raw, mgid, 16), 0);
+
+  // A unicast address is no group.
+  sockaddr_in unicast = loopback(0);
+  errno = 0;
+  EXPECT_EQ(rdma_join_multicast(id, sa(unicast), nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+
+  int context = 0;
+  ASSERT_EQ(rdma_join_multicast(id, sa(group), &context), 0) << std::strerror(errno);
+  ev = expect_event(ch_, RDMA_CM_EVENT_MULTICAST_JOIN);
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->id, id);
+  EXPECT_EQ(ev->status, 0);
+  EXPECT_EQ(ev->param.ud.private_data, &context);
+  EXPECT_EQ(ev->param.ud.qp_num, 0xFFFFFFu);
+  EXPECT_EQ(ev->param.ud.qkey, 0x01234567u);
+  EXPECT_EQ(ev->param.ud.ah_attr.is_global, 1);
+  EXPECT_EQ(ev->param.ud.ah_attr.port_num, 1);
+  EXPECT_EQ(std::memcmp(ev->param.ud.ah_attr.grh.dgid.raw, mgid, 16), 0);
+  EXPECT_EQ(ev->param.ud.ah_attr.grh.hop_limit, 64);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  EXPECT_EQ(rdma_leave_multicast(id, sa(group)), 0) << std::strerror(errno);
+  errno = 0;
+  EXPECT_EQ(rdma_leave_multicast(id, sa(group)), -1) << "left already";
+  EXPECT_EQ(errno, EADDRNOTAVAIL);
+
+  // Joined and never left: destroying the id takes the group with it; its unread event goes too.
+  ASSERT_EQ(rdma_join_multicast(id, sa(group), nullptr), 0) << std::strerror(errno);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  EXPECT_FALSE(readable(ch_->fd, 0));
+
+  // Only a UD id joins.
+  rdma_cm_id* rc = nullptr;
+  ASSERT_EQ(rdma_create_id(ch_, &rc, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in local = loopback(0);
+  ASSERT_EQ(rdma_bind_addr(rc, sa(local)), 0) << std::strerror(errno);
+  errno = 0;
+  EXPECT_EQ(rdma_join_multicast(rc, sa(group), nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_destroy_id(rc), 0);
+}
+
 TEST_F(UcmaShim, MigrateMovesTheIdAndItsEvents) {
   rdma_event_channel* other = rdma_create_event_channel();
   ASSERT_NE(other, nullptr);
