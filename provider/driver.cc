@@ -133,6 +133,9 @@ int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* input, ibv_
   d.max_srq = params::kMaxSrq;
   d.max_srq_wr = params::kMaxSrqWr;
   d.max_srq_sge = params::kMaxSrqSge;
+  d.max_mcast_grp = params::kMaxMcastGrp;
+  d.max_mcast_qp_attach = params::kMaxMcastQpAttach;
+  d.max_total_mcast_qp_attach = params::kMaxTotalMcastQpAttach;
   d.max_pkeys = 1;
   d.local_ca_ack_delay = 15;
   d.phys_port_cnt = 1;

@@ -78,13 +78,9 @@ NetdevLink::~NetdevLink() {
 }
 
 bool NetdevLink::resolve(const Gid& gid, wire::MacAddr* mac) {
-  // Multicast groups map to their Ethernet group addresses (RFC 1112 6.4, RFC 2464 7); no neighbour entry.
-  if (runtime::is_ipv4_gid(gid) && (gid[12] & 0xf0) == 0xe0) {
-    *mac = {0x01, 0x00, 0x5e, static_cast<uint8_t>(gid[13] & 0x7f), gid[14], gid[15]};
-    return true;
-  }
-  if (gid[0] == 0xff) {
-    *mac = {0x33, 0x33, gid[12], gid[13], gid[14], gid[15]};
+  // Multicast groups map to their Ethernet group addresses; no neighbour entry.
+  if (wire::is_multicast_gid(gid)) {
+    *mac = wire::multicast_mac(gid);
     return true;
   }
   {

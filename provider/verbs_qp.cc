@@ -1,5 +1,5 @@
 // Queue pairs and shared receive queues: create (plain and _ex), modify, query, destroy, post_send,
-// post_recv, and the SRQ verbs.
+// post_recv, multicast attach and detach, and the SRQ verbs.
 #include <pthread.h>
 
 #include <cstring>
@@ -409,6 +409,24 @@ int post_srq_recv(ibv_srq* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return err;
 }
 
+// UD multicast (ibv_attach_mcast(3)): the device's groups (transport/mcast.cc). The LID is ignored, as the
+// kernel ignores it on a RoCE port (IBA A17: RoCE has no LIDs).
+int attach_mcast(ibv_qp* ibv, const ibv_gid* gid, uint16_t /*lid*/) {
+  Gid g;
+  std::memcpy(g.data(), gid->raw, g.size());
+  Engine& e = engine(ibv->context);
+  std::lock_guard lock(e.mu());
+  return e.dev().attach_mcast(uqp(ibv)->qp, g);
+}
+
+int detach_mcast(ibv_qp* ibv, const ibv_gid* gid, uint16_t /*lid*/) {
+  Gid g;
+  std::memcpy(g.data(), gid->raw, g.size());
+  Engine& e = engine(ibv->context);
+  std::lock_guard lock(e.mu());
+  return e.dev().detach_mcast(uqp(ibv)->qp, g);
+}
+
 // No enhanced connection establishment: answer as other non-ECE devices do.
 int query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
 int set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
@@ -428,6 +446,8 @@ void fill_qp_ops(verbs_context_ops* ops) {
   ops->query_srq = query_srq;
   ops->destroy_srq = destroy_srq;
   ops->post_srq_recv = post_srq_recv;
+  ops->attach_mcast = attach_mcast;
+  ops->detach_mcast = detach_mcast;
   ops->query_ece = query_ece;
   ops->set_ece = set_ece;
 }

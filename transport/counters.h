@@ -13,6 +13,8 @@ namespace uroce {
   X(kRxBytes, "rx_bytes")                       \
   X(kTxNoBuffer, "tx_no_buffer")                \
   X(kTxRingFull, "tx_ring_full")                \
+  X(kMcastTxPackets, "mcast_tx_packets")        \
+  X(kMcastRxPackets, "mcast_rx_packets")        \
   X(kRetransmits, "retransmitted_packets")      \
   X(kTimeouts, "local_ack_timeouts")            \
   X(kRnrNakSent, "rnr_nak_sent")                \
@@ -47,6 +49,7 @@ namespace uroce {
   X(kDropUdNoWqe, "drop_ud_no_recv_wqe")        \
   X(kDropUcMessage, "drop_uc_message")          \
   X(kDropDstGid, "drop_not_my_gid")             \
+  X(kDropMcastNoGroup, "drop_mcast_no_group")   \
   X(kDropMalformed, "drop_malformed")           \
   X(kDropSrcAddr, "drop_src_addr")              \
   X(kDropSrcMac, "drop_src_mac")                \
@@ -121,6 +124,8 @@ inline constexpr StdCounter kStdCounters[] = {
     {"port_rcv_packets", Counter::kRxPackets, StdCounterKind::kPma, 1},
     {"port_unicast_xmit_packets", Counter::kTxPackets, StdCounterKind::kPma, 1},
     {"port_unicast_rcv_packets", Counter::kRxPackets, StdCounterKind::kPma, 1},
+    {"port_multicast_xmit_packets", Counter::kMcastTxPackets, StdCounterKind::kPma, 1},
+    {"port_multicast_rcv_packets", Counter::kMcastRxPackets, StdCounterKind::kPma, 1},
 };
 inline constexpr size_t kStdCounterCount = sizeof(kStdCounters) / sizeof(kStdCounters[0]);
 

@@ -259,17 +259,18 @@ int Device::create_qp(Pd* pd, const QpInitAttr& init, Qp** out) {
   if (const int rc = check_qp_init(init)) return rc;
   uint32_t qpn;
   if (cfg_.id_seed) {
-    // Random, unused, and never one of the reserved numbers below kFirstQpn (QP0, QP1) or above kMaxQpn
-    // (0xFFFFFF is the multicast QPN).
+    // Random, unused, and never one of the reserved numbers below kFirstQpn (QP0, QP1) or the multicast QPN
+    // (kMaxQpn, 0xFFFFFF).
     do
       qpn = static_cast<uint32_t>(splitmix64(&qpn_rng_) % (params::kMaxQpn - params::kFirstQpn)) +
             params::kFirstQpn;
     while (qps_.count(qpn));
   } else {
-    while (qps_.count(next_qpn_))
-      next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+    // The same range in order, wrapping before the multicast QPN.
+    const auto step = [](uint32_t n) { return n + 1 >= params::kMcastQpn ? params::kFirstQpn : n + 1; };
+    while (qps_.count(next_qpn_)) next_qpn_ = step(next_qpn_);
     qpn = next_qpn_;
-    next_qpn_ = next_qpn_ >= params::kMaxQpn ? params::kFirstQpn : next_qpn_ + 1;
+    next_qpn_ = step(next_qpn_);
   }
   // Inline data takes the room of a send queue entry's gather list, as in Soft-RoCE: a QP gets at least the
   // bytes its send SGEs would take, whatever it asked for, and its creator is told (ibv_create_qp updates
@@ -291,6 +292,7 @@ int Device::destroy_qp(Qp* qp) {
     if (qp->init_.srq) --qp->init_.srq->qp_refs;
   }
   mrs_.qp_gone(qp);
+  mcast_leave_all(qp);
   qp_list_.erase(qp_list_.begin() + qp->list_pos_);
   for (uint32_t i = qp->list_pos_; i < qp_list_.size(); ++i) qp_list_[i]->list_pos_ = i;
   if (qp->active_) active_.erase(std::find(active_.begin(), active_.end(), qp));
@@ -328,6 +330,11 @@ const Gid* Device::gid(unsigned index) const {
 }
 
 bool Device::resolve_mac(const Gid& gid, wire::MacAddr* mac) const {
+  // A group has no neighbour to ask: its frames go to the group's Ethernet address.
+  if (wire::is_multicast_gid(gid)) {
+    *mac = wire::multicast_mac(gid);
+    return true;
+  }
   if (cfg_.resolve) return cfg_.resolve(gid, mac);
   *mac = mac_for_gid(gid);
   return true;

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -112,6 +114,17 @@ class Device {
   int create_gsi_qp(Pd* pd, const QpInitAttr& init, Qp** out);
   Qp* find_qp(uint32_t qpn) const;
 
+  // UD multicast (ibv_attach_mcast, ibv_detach_mcast; mcast.cc). A QP attached to a group receives a copy of
+  // every datagram sent to it (destination QP kMcastQpn, destination IP the group), from the port and from
+  // this device's own QPs, its sender included when attached. `mgid` must be a multicast GID
+  // (wire::is_multicast_gid) and the QP a UD QP other than QP1, else EINVAL; attaching again is a no-op;
+  // detaching a group the QP is not attached to is EINVAL; ENOMEM beyond the params:: limits. A destroyed QP
+  // leaves its groups. No LID: RoCE has none.
+  int attach_mcast(Qp* qp, const Gid& mgid);
+  int detach_mcast(Qp* qp, const Gid& mgid);
+  // The QPs attached to `mgid`, in the order they attached (empty: no such group here).
+  std::span<Qp* const> mcast_members(const Gid& mgid) const;
+
   // Async events (ibv_get_async_event). on_async_event, if set, is called as each is raised.
   bool get_async_event(AsyncEvent* ev);
   std::function<void()> on_async_event;
@@ -145,6 +158,9 @@ class Device {
   // Used by the roles.
   PktBuf* alloc_tx();
   void transmit(PktBuf* buf, bool loopback);
+  // A frame to multicast group `group` (mcast.cc): out on the port, and a copy for this device's own
+  // members. Takes ownership of `buf` as transmit() does.
+  void transmit_mcast(PktBuf* buf, const Gid& group);
   void raise(EventType type, uint32_t element);
   bool resolve_mac(const Gid& gid, wire::MacAddr* mac) const;
   Counters& cnt() { return cnt_; }
@@ -153,6 +169,8 @@ class Device {
   }
 
   void handle_rx(PktBuf* buf);
+  void rx_mcast(const wire::ParsedPacket& pkt);  // a frame to kMcastQpn: to each member of its group
+  void mcast_leave_all(Qp* qp);
   void flush_tx();
   void activate(Qp* qp) {
     if (qp->active_) return;
@@ -204,6 +222,10 @@ class Device {
   uint64_t qpn_rng_;  // splitmix64 state for random QPNs (cfg_.id_seed != 0)
   uint32_t next_handle_ = 1;
   std::deque<AsyncEvent> events_;
+  // Multicast groups with at least one member, each with its members in attach order, and the attachments
+  // of all groups together (params::kMaxTotalMcastQpAttach). The receive path only looks groups up.
+  std::map<Gid, std::vector<Qp*>> mcast_;
+  uint32_t mcast_attached_ = 0;
   std::array<Gid, params::kGidTableLen> gids_{};  // [0] == cfg_.gid
   unsigned extra_gids_ = 0;  // nonzero slots beyond 0: the fast path checks only cfg_.gid
 

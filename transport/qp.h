@@ -243,6 +243,8 @@ class Qp {
   bool active_ = false;      // on the device's list of QPs that may have work (Device::activate)
   uint32_t list_pos_ = 0;    // the QP's position in the device's qp_list_
   wire::PacketHeaders hdr_;  // RC/UC: every header field that does not change per packet (built at RTR)
+  // UD: the multicast groups the QP is attached to (Device::attach_mcast), which it leaves when destroyed.
+  std::vector<Gid> mcast_groups_;
 
   // Send queue: WQEs in [comp_idx_, post_idx_) are posted and not yet completed; send_idx_ is the one the
   // requester transmits next, from its packet send_pkt_. All indices run free and are masked on access.

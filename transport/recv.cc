@@ -7,6 +7,13 @@ namespace uroce {
 
 using namespace wire;
 
+namespace {
+
+// P_Key: RoCE has the default partition only; accept full (0xFFFF) and limited (0x7FFF) membership.
+bool default_partition(const Bth& bth) { return (bth_pkey(bth) & 0x7FFF) == 0x7FFF; }
+
+}  // namespace
+
 // A connected QP takes packets only from the far end of its path, as Linux rxe checks them (rxe_recv.c,
 // check_addr): the source IP must be the path's destination GID in the same IP family, and the source MAC
 // the one frames to the peer are sent to. Without this, anyone on the segment who guesses a QPN and a PSN
@@ -32,8 +39,9 @@ void Device::handle_rx(PktBuf* buf) {
   cnt_.add(Counter::kRxPackets);
   cnt_.add(Counter::kRxBytes, pkt.frame_len);
 
-  // Link layer: a frame for another station (a promiscuous port sees them) or another VLAN is not ours. A
-  // priority tag (VLAN 0) is allowed on an untagged device: it only carries the PCP.
+  // Link layer: a frame for another station (a promiscuous port sees them) or another VLAN is not ours. Group
+  // addresses pass: a multicast frame is matched against the device's groups by its IP destination
+  // (rx_mcast). A priority tag (VLAN 0) is allowed on an untagged device: it only carries the PCP.
   const MacAddr dmac = pkt.eth_dst();
   if (!mac_is_zero(cfg_.mac) && !mac_equal(dmac, cfg_.mac) && !(dmac[0] & 1)) {
     cnt_.add(Counter::kDropDstMac);
@@ -43,12 +51,15 @@ void Device::handle_rx(PktBuf* buf) {
     cnt_.add(Counter::kDropVlan);
     return;
   }
+  const Bth& bth = pkt.bth();
+  // The multicast QPN names no QP: the frame is for the group its destination IP names, not for one of the
+  // device's own GIDs. A multicast destination with any other QPN is not ours.
+  if (bth_dqpn(bth) == params::kMcastQpn) return rx_mcast(pkt);
   if (!is_local_gid(pkt.ip_dst())) {
     cnt_.add(Counter::kDropDstGid);
     return;
   }
 
-  const Bth& bth = pkt.bth();
   Qp* qp = find_qp(bth_dqpn(bth));
   if (!qp) {
     cnt_.add(Counter::kDropUnknownQp);
@@ -60,8 +71,7 @@ void Device::handle_rx(PktBuf* buf) {
   }
   const uint32_t m = pkt.op().mask;
   if (m & kIsCnp) return qp->on_cnp();
-  // P_Key: RoCE has the default partition only; accept full (0xFFFF) and limited (0x7FFF) membership.
-  if ((bth_pkey(bth) & 0x7FFF) != 0x7FFF) {
+  if (!default_partition(bth)) {
     cnt_.add(Counter::kDropPkey);
     return;
   }
@@ -84,6 +94,31 @@ void Device::handle_rx(PktBuf* buf) {
     qp->on_response(pkt);
   }
   rx_int_ = nullptr;
+}
+
+// A frame for the multicast QPN goes to every QP of the device attached to the group its destination IP
+// names (rxe_recv.c does the same). Only UD SENDs travel to groups: anything else is the wrong transport for
+// the UD QPs a group holds. The P_Key is the frame's, checked once; the state and the Q_Key are each
+// member's own, checked by its responder (on_request, resp_ud), which counts what it drops, and each member
+// that takes the datagram consumes one of its own receive WQEs.
+void Device::rx_mcast(const ParsedPacket& pkt) {
+  const uint32_t m = pkt.op().mask;
+  if (!(m & kUd) || !(m & kIsRequest)) {
+    cnt_.add(Counter::kDropWrongQpType);
+    return;
+  }
+  if (!default_partition(pkt.bth())) {
+    cnt_.add(Counter::kDropPkey);
+    return;
+  }
+  auto it = mcast_.find(pkt.ip_dst());
+  if (it == mcast_.end()) {
+    cnt_.add(Counter::kDropMcastNoGroup);
+    return;
+  }
+  cnt_.add(Counter::kMcastRxPackets);
+  // A responder never attaches or detaches, so the member list stays as it is while it is walked.
+  for (Qp* qp : it->second) qp->on_request(pkt);
 }
 
 }  // namespace uroce

@@ -9,6 +9,7 @@
 #include "transport/device.h"
 #include "transport/params.h"
 #include "transport/psn.h"
+#include "transport/wire/address.h"
 
 namespace uroce {
 
@@ -436,6 +437,9 @@ void Qp::resp_ud(const ParsedPacket& pkt) {
 void Qp::resp_np_ecn(const ParsedPacket& pkt) {
   dev_->cnt().add(Counter::kEcnMarked);
   ++cnt_.ecn_marked;
+  // A datagram to a group is not answered: the CNP's source would be the group address, which no packet may
+  // carry as its source (RFC 1112), and each member would slow the sender for the branch it sits on.
+  if (is_multicast_gid(pkt.ip_dst())) return;
   const uint64_t now = dev_->now();
   if (now < resp_.next_cnp_ns) return;
   resp_.next_cnp_ns = now + dev_->cnp_interval_ns();

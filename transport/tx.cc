@@ -6,6 +6,7 @@
 
 #include "transport/device.h"
 #include "transport/params.h"
+#include "transport/wire/address.h"
 
 namespace uroce {
 
@@ -39,7 +40,11 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
     cc_->on_tx(now, len);
     cc_account();
   }
-  dev_->transmit(buf, dev_->is_local_gid(h.ip.dst));
+  // Only UD datagrams are multicast in the IBA: a group address on a connected QP gets no local copies.
+  if (init_.type == QpType::kUd && wire::is_multicast_gid(h.ip.dst))
+    dev_->transmit_mcast(buf, h.ip.dst);
+  else
+    dev_->transmit(buf, dev_->is_local_gid(h.ip.dst));
   return true;
 }
 

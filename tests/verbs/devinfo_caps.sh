@@ -3,8 +3,8 @@
 # `ibv_devinfo -v`, the stock rdma-core tool, run under `uroce run`, must show the capabilities the verbs tests
 # prove (verbs_test, verbs_ext_test): memory windows of type 1 and 2B, global atomics, ATOMIC WRITE in
 # device_cap_flags_ex (bit 40, the kernel's IB_UVERBS_DEVICE_ATOMIC_WRITE; rdma-core 44's ibv_devinfo has no
-# name for it and prints it as an unknown flag) and nothing else there, one port, and the vendor id of a
-# software device.
+# name for it and prints it as an unknown flag) and nothing else there, one port, the vendor id of a software
+# device, and UD multicast's limits.
 set -u
 uroce=$1
 command -v ibv_devinfo >/dev/null || { echo "SKIP: ibv_devinfo not installed (ibverbs-utils)"; exit 77; }
@@ -29,5 +29,8 @@ expect '^[[:space:]]+MEM_WINDOW$' "memory windows"
 expect '^[[:space:]]+MEM_WINDOW_TYPE_2B$' "type 2B memory windows"
 expect 'device_cap_flags_ex:[[:space:]]+0x10000000000$' "ATOMIC WRITE (bit 40) as the only extended flag"
 expect 'link_layer:[[:space:]]+Ethernet' "a RoCE port"
+expect 'max_mcast_grp:[[:space:]]+8192$' "Soft-RoCE's multicast group limit (VerbsMcast.*)"
+expect 'max_mcast_qp_attach:[[:space:]]+56$' "Soft-RoCE's QPs per multicast group"
+expect 'max_total_mcast_qp_attach:[[:space:]]+458752$' "Soft-RoCE's multicast attachments in all"
 [ "$fail" = 0 ] || { echo "--- ibv_devinfo -v:"; cat "$out"; exit 1; }
 echo "ibv_devinfo -v shows the tested capabilities"

@@ -1,5 +1,6 @@
-// Addresses as uroce writes and reads them: the MAC a uroce endpoint derives from its GID, a MAC as a
-// 48-bit integer (for tables keyed by MAC), and the text form of a GID that sysfs and the tools print.
+// Addresses as uroce writes and reads them: the MAC a uroce endpoint derives from its GID, multicast groups
+// and their Ethernet addresses, a MAC as a 48-bit integer (for tables keyed by MAC), and the text form of a
+// GID that sysfs and the tools print.
 #pragma once
 
 #include <array>
@@ -24,6 +25,19 @@ inline MacAddr mac_for_ipv4(uint32_t ip) {
           static_cast<uint8_t>(ip >> 16),
           static_cast<uint8_t>(ip >> 8),
           static_cast<uint8_t>(ip)};
+}
+
+// A multicast group address: IPv6 ff00::/8 (RFC 4291 2.7), or an IPv4-mapped 224.0.0.0/4 (RFC 1112), the two
+// forms a RoCEv2 multicast GID takes (the kernel's rdma_is_multicast_addr).
+inline bool is_multicast_gid(const Ipv6Addr& gid) {
+  return gid[0] == 0xFF || (is_ipv4_mapped(gid) && (gid[12] & 0xF0) == 0xE0);
+}
+
+// The Ethernet group address frames to a multicast group go to: 01:00:5e and the low 23 bits of an IPv4 group
+// (RFC 1112 6.4), 33:33 and the low 32 bits of an IPv6 group (RFC 2464 7). For is_multicast_gid() addresses.
+inline MacAddr multicast_mac(const Ipv6Addr& gid) {
+  if (is_ipv4_mapped(gid)) return {0x01, 0x00, 0x5E, static_cast<uint8_t>(gid[13] & 0x7F), gid[14], gid[15]};
+  return {0x33, 0x33, gid[12], gid[13], gid[14], gid[15]};
 }
 
 // The 48-bit MAC at p[0..6) as an integer, p[0] in bits 47..40; and back.

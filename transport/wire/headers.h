@@ -251,6 +251,11 @@ inline Ipv6Addr ipv4_mapped(uint32_t addr) {
           static_cast<uint8_t>(addr >> 8),
           static_cast<uint8_t>(addr)};
 }
+inline bool is_ipv4_mapped(const Ipv6Addr& a) {
+  for (int i = 0; i < 10; ++i)
+    if (a[i]) return false;
+  return a[10] == 0xFF && a[11] == 0xFF;
+}
 inline uint32_t ipv4_of_mapped(const Ipv6Addr& a) {
   return static_cast<uint32_t>(a[12]) << 24 | static_cast<uint32_t>(a[13]) << 16 |
          static_cast<uint32_t>(a[14]) << 8 | a[15];
