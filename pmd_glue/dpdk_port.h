@@ -115,6 +115,10 @@ class DpdkPort final : public PacketIo {
   // the time. 0 (the default): close at once. An endpoint that may exit right after its last frame (the
   // provider) sets it; a switch, whose ports close because the peer is gone, does not.
   void set_close_linger_ms(uint32_t ms) { close_linger_ms_ = ms; }
+  // The close's wait, now: for a process that exits without closing its device (its ports are never
+  // destroyed), from an exit handler, by the thread that may burst on the port. Once is enough: a close
+  // after it does not wait again unless more frames went out.
+  void linger();
   // Link drain queries this port answered.
   uint64_t drain_answers_sent() const { return drain_answers_sent_.load(std::memory_order_relaxed); }
   const PortSpec& spec() const { return spec_; }

@@ -335,6 +335,12 @@ bool DpdkPort::start_with_retry(std::string* err) {
 
 DpdkPort::~DpdkPort() { teardown(); }
 
+void DpdkPort::linger() {
+  if (owner_pid_ != getpid() || !started_ || !is_memif_ || !close_linger_ms_ || !last_tx_cycles_) return;
+  drain_peer();
+  last_tx_cycles_ = 0;
+}
+
 void DpdkPort::teardown() {
   // After fork() only the parent may touch the device: stopping a memif port here would disconnect
   // the parent's link (see dpdk_eal.h).
@@ -346,7 +352,7 @@ void DpdkPort::teardown() {
   // message would lose the frames of that moment (its last ACK: the peer then retries into a QP that is gone
   // and fails), and on a loaded host the peer may not run for tens of milliseconds. So a port that has
   // transmitted asks the peer to confirm it has read everything (drain_peer).
-  if (started_ && is_memif_ && close_linger_ms_ && last_tx_cycles_) drain_peer();
+  linger();
   // Stop and close with the interrupt thread parked, so it is not in this device's callbacks meanwhile;
   // but not across settle_interrupt_thread(), which needs it.
   IntrGate::set_port(&gate_, -1);

@@ -253,12 +253,12 @@ std::shared_ptr<Engine> Engine::acquire(const std::string& ibdev, std::string* e
   std::lock_guard lock(mu);
   if (auto e = engines[ibdev].lock()) return e;
   static bool once = [] {
-    // Programs often exit without closing the device: report at exit too.
-    if (runtime::env_flag("UROCE_STATS_ON_EXIT"))
-      std::atexit([] {
-        for (auto& [name, weak] : engines)
-          if (auto e = weak.lock()) e->print_stats(stderr);
-      });
+    // Programs often exit without closing the device (librdmacm keeps its contexts open), and then their
+    // engines are never destroyed: see to it at exit what a close would (at_exit).
+    std::atexit([] {
+      for (auto& [name, weak] : engines)
+        if (auto e = weak.lock()) e->at_exit();
+    });
     return true;
   }();
   (void)once;
@@ -429,6 +429,19 @@ void Engine::run() {
   }
   sleeper_.reset();  // on this thread too (above)
   if (lcore) glue::Eal::unregister_thread();
+}
+
+void Engine::at_exit() {
+  {
+    std::lock_guard lock(mu_);
+    // Posts that wait for the end of a burst go out (mckey's sender posts its datagrams and exits without
+    // polling), and the port waits for its peer to have read what it sent, as its close would: a memif
+    // peer's PMD frees the shared ring with whatever it has not read when the link goes.
+    flush_posted_locked();
+    progress_locked();
+    if (dpdk_) dpdk_->linger();
+  }
+  if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
 }
 
 uint64_t Engine::posted_locked(uint64_t entered) {

@@ -121,6 +121,9 @@ class Engine {
   void set_pass_hook(PassHook* hook) { hook_ = hook; }
   // Writes the device counters, drop reasons and port statistics on one line (UROCE_STATS_ON_EXIT=1).
   void print_stats(FILE* out);
+  // At the exit of a process that did not close the device: sends what waits, lets the port's peer read it
+  // (DpdkPort::linger), reports the stats when asked to.
+  void at_exit();
 
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();

@@ -152,6 +152,9 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
 int destroy_qp(ibv_qp* ibv) {
   Engine& e = engine(ibv->context);
   std::lock_guard lock(e.mu());
+  // Posts whose frames wait for the end of the caller's burst go out first, as a NIC's doorbell already
+  // ran for them: mckey's sender posts its datagrams and destroys its QP without polling.
+  e.flush_posted_locked();
   e.dev().destroy_qp(uqp(ibv)->qp);
   e.qp_events.erase(ibv->qp_num);
   delete uqp(ibv);
