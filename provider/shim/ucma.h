@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "provider/shim/ucma_backend.h"
 
@@ -116,6 +117,16 @@ Channel* channel_of_fd(int fd);
 // The open() interposers of sysfs_redirect.cc call this first: true when `path` is the RDMA CM device
 // and a uroce tree is active; then *result is the new channel fd or -1 with errno set.
 bool open_cdev(const char* path, int flags, int* result);
+
+// A command's payload as its struct: copied into a zeroed one of its full size (shorter payloads of older
+// callers read as zeros).
+template <typename T>
+T payload_as(const void* payload, size_t in_len) {
+  T cmd;
+  std::memset(&cmd, 0, sizeof cmd);
+  std::memcpy(&cmd, payload, in_len < sizeof cmd ? in_len : sizeof cmd);
+  return cmd;
+}
 
 // ucma_id.cc / ucma_cmd.cc: the id table and command handlers. Each handler gets the payload copied into a
 // zeroed struct of its full size and returns 0 or a negative errno. Called without the lock.

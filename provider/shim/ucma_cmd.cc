@@ -25,14 +25,6 @@ constexpr int kMaxBacklog = 1024;
 constexpr uint32_t kMaxGone = 64;  // ids one DESTROY_ID reports to the backend (the id + pending requests)
 
 template <typename T>
-T payload_as(const void* payload, size_t in_len) {
-  T cmd;
-  std::memset(&cmd, 0, sizeof cmd);
-  std::memcpy(&cmd, payload, in_len < sizeof cmd ? in_len : sizeof cmd);
-  return cmd;
-}
-
-template <typename T>
 int respond(uint64_t response, size_t out_len, const T& resp) {
   if (out_len < sizeof resp) return -ENOSPC;
   if (response == 0) return -EFAULT;

@@ -15,14 +15,6 @@ namespace {
 constexpr uint8_t kRejConsumerDefined = 28;  // IB_CM_REJ_CONSUMER_DEFINED
 constexpr uint8_t kRejVendorOption = 35;     // IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED
 
-template <typename T>
-T payload_as(const void* payload, size_t in_len) {
-  T cmd;
-  std::memset(&cmd, 0, sizeof cmd);
-  std::memcpy(&cmd, payload, in_len < sizeof cmd ? in_len : sizeof cmd);
-  return cmd;
-}
-
 struct Prepared {
   int err;
   IdState before;

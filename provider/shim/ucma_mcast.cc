@@ -155,14 +155,6 @@ int leave(Channel* ch, const rdma_ucm_destroy_id& cmd, size_t out_len) {
   return 0;
 }
 
-template <typename T>
-T payload_as(const void* payload, size_t in_len) {
-  T cmd;
-  std::memset(&cmd, 0, sizeof cmd);
-  std::memcpy(&cmd, payload, in_len < sizeof cmd ? in_len : sizeof cmd);
-  return cmd;
-}
-
 }  // namespace
 
 int multicast_command(Channel* ch, uint32_t cmd, const void* payload, size_t in_len, size_t out_len) {
