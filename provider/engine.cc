@@ -432,6 +432,7 @@ void Engine::run() {
 }
 
 void Engine::at_exit() {
+  if (getpid() != owner_pid_) return;  // a forked child's exit: the ports are the parent's
   {
     std::lock_guard lock(mu_);
     // Posts that wait for the end of a burst go out (mckey's sender posts its datagrams and exits without

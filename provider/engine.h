@@ -27,6 +27,7 @@
 #pragma once
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -220,6 +221,7 @@ class Engine {
   std::unique_ptr<Sleeper> sleeper_;  // the progress thread's io_uring wait (sleeper.h)
   const glue::ThreadSched sched_want_;
   const uint64_t spin_ns_, min_nap_ns_;
+  const pid_t owner_pid_ = getpid();  // a child forked from it must not touch its port (dpdk_eal.h)
   std::thread thread_;
   std::unique_ptr<CaptureTap> tap_;  // on port_: `uroce capture` sees what goes on the wire (capture.h)
   // Between dev_ and tap_: the NIC's MAC obeys PFC and PAUSE frames (fabric/host_mac.h).
