@@ -3,7 +3,7 @@
 # what uroce can do today, printing what it measured:
 #   1. unmodified libibverbs tools see the uroce device (ibv_devices, ibv_devinfo);
 #   2. verbs programs move data over uroce (RC/UC/UD, READ, atomics, SRQ) through the system's libibverbs;
-#      2b-2d: a server and a client with no flags (ibv_rc_pingpong), the RDMA CM (rping, ib_write_bw -R),
+#      2b-2d: a server and a client with no flags (ibv_rc_pingpong), the RDMA CM (rping, ib_write_bw -R, mckey),
 #      UCX and Open MPI, each pair as two bare `uroce run` through the host switch;
 #   3. the wire layer's cost next to memcpy and zlib, measured in the same run;
 #   4. RC goodput against packet loss in the deterministic simulator;
@@ -40,7 +40,7 @@ for _ in $(seq 100); do ss -ltn 'sport = :18998' | grep -q LISTEN && break; slee
 wait || true
 
 echo
-echo "== 2c. The RDMA CM: rping (data checked) and ib_write_bw -R between two bare 'uroce run'"
+echo "== 2c. The RDMA CM: rping (data checked), ib_write_bw -R and mckey (multicast) between two bare 'uroce run'"
 UROCE_UCMA_TRACE=1 "$uroce" run -- rping -s -a 127.0.0.1 -C 10 -V >/tmp/uroce-demo-rping.log 2>&1 &
 for _ in $(seq 100); do grep -q "LISTEN.*-> ok" /tmp/uroce-demo-rping.log && break; sleep 0.1; done
 "$uroce" run -- rping -c -a 127.0.0.1 -C 10 -V -v | tail -2 || true
@@ -49,6 +49,12 @@ UROCE_UCMA_TRACE=1 "$uroce" run -- ib_write_bw -R -D 2 -p 18996 >/tmp/uroce-demo
 for _ in $(seq 100); do grep -q "LISTEN.*-> ok" /tmp/uroce-demo-bwr.log && break; sleep 0.1; done
 "$uroce" run -- ib_write_bw -R -D 2 -p 18996 127.0.0.1 | grep -A1 "#bytes" || true
 wait || true
+# A receiver joins group 224.1.2.3 and waits for 10 datagrams; a sender joins it and sends them.
+UROCE_UCMA_TRACE=1 timeout 30 "$uroce" run -- mckey -m 224.1.2.3 -C 10 >/tmp/uroce-demo-mckey.log 2>&1 &
+for _ in $(seq 100); do grep -q "JOIN_IP_MCAST.*-> ok" /tmp/uroce-demo-mckey.log && break; sleep 0.1; done
+timeout 30 "$uroce" run -- mckey -m 224.1.2.3 -s -C 10 | grep -E "joined|complete" || true
+wait || true
+grep -E "^mckey: joined|^data transfers complete" /tmp/uroce-demo-mckey.log | sed 's/^/receiver: /' || true
 
 echo
 echo "== 2d. UCX (ucx_perftest tag_bw at the UCP level) and Open MPI (pml ucx, 2 ranks) over uroce"
@@ -113,6 +119,6 @@ rm -rf "$demo_out"
 
 echo
 echo "== Not there yet"
-echo "One GID per host (each process leases its own from uroced), multicast joins and AF_IB in the RDMA CM,"
+echo "One GID per host (each process leases its own from uroced), AF_IB in the RDMA CM,"
 echo "fast-register MRs, type 2A windows, FLUSH, IPv6 through uroced, and the bandwidth and latency targets over"
 echo "memif (section 5). README.md, 'Not yet'."

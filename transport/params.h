@@ -28,8 +28,8 @@ constexpr uint32_t kFirstQpn = 0x11;
 constexpr uint32_t kGsiQpn = 1;            // QP1: general services (CM MADs)
 constexpr uint32_t kGsiQkey = 0x80010000;  // the well-known Q_Key of QP1
 constexpr uint32_t kMaxQpn = 0xFFFFFF;
-constexpr uint32_t kMcastQpn =
-    0xFFFFFF;  // the destination QP of every multicast packet: names a group, no QP
+// The destination QP of every multicast packet: it names a group, not a QP.
+constexpr uint32_t kMcastQpn = 0xFFFFFF;
 
 // UD multicast (ibv_attach_mcast): groups per device, QPs per group and attachments in all, Soft-RoCE's
 // values (rxe_param.h). An attach beyond any of them fails with ENOMEM, as in rxe.
