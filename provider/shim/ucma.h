@@ -111,7 +111,8 @@ void unlock();
 
 // ucma_channel.cc: queue management, all under lock().
 void queue_event(Channel* ch, Event* ev);
-void drop_events_of(uint32_t id);  // unreported events owned by or about a destroyed id
+void drop_events_of(uint32_t id);     // unreported events owned by or about a destroyed id
+void drop_group_events(uint32_t mc);  // unreported events about a multicast group that was left
 Channel* channel_of_fd(int fd);
 
 // The open() interposers of sysfs_redirect.cc call this first: true when `path` is the RDMA CM device

@@ -340,12 +340,16 @@ void queue_event(Channel* ch, Event* ev) {
   ch->tail = ev;
 }
 
-void drop_events_of(uint32_t handle) {
+namespace {
+
+// Frees every unreported event `gone` picks, on every channel; a queue left empty stops being readable.
+template <typename Pred>
+void drop_events_if(Pred gone) {
   for (Channel* ch = g_channels; ch != nullptr; ch = ch->next) {
     Event** link = &ch->head;
     Event* last = nullptr;
     while (Event* ev = *link) {
-      if (ev->owner == handle || ev->resp.id == handle) {
+      if (gone(*ev)) {
         *link = ev->next;
         std::free(ev);
       } else {
@@ -357,6 +361,16 @@ void drop_events_of(uint32_t handle) {
     ch->tail = last;
     if (had && ch->head == nullptr) eventfd_drain(ch);
   }
+}
+
+}  // namespace
+
+void drop_events_of(uint32_t handle) {
+  drop_events_if([handle](const Event& ev) { return ev.owner == handle || ev.resp.id == handle; });
+}
+
+void drop_group_events(uint32_t mc) {
+  drop_events_if([mc](const Event& ev) { return ev.mc == mc; });
 }
 
 bool open_cdev(const char* path, int flags, int* result) {

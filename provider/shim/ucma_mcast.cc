@@ -65,22 +65,6 @@ void free_group(uint32_t handle) {
   g_groups[handle - 1] = nullptr;
 }
 
-// Unreported events about the group (a leave takes them back, as ucma_cleanup_mc_events).
-void drop_group_events(Channel* ch, uint32_t handle) {
-  Event** link = &ch->head;
-  Event* last = nullptr;
-  while (Event* ev = *link) {
-    if (ev->mc == handle) {
-      *link = ev->next;
-      std::free(ev);
-    } else {
-      last = ev;
-      link = &ev->next;
-    }
-  }
-  ch->tail = last;
-}
-
 // The join itself (ucma_process_join, rdma_join_multicast): the id must be bound to the device (BIND_IP or
 // RESOLVE_IP) and be a UD id; the address a group's.
 int join(Channel* ch, uint32_t id_handle, uint64_t uid, const sockaddr_in6& addr, uint16_t join_flags,
@@ -147,7 +131,7 @@ int leave(Channel* ch, const rdma_ucm_destroy_id& cmd, size_t out_len) {
     unlock();
     return -EINVAL;
   }
-  drop_group_events(id->channel, cmd.id);
+  drop_group_events(cmd.id);  // its unreported events go back, as ucma_cleanup_mc_events
   const rdma_ucm_destroy_id_resp resp{g->events_reported};
   free_group(cmd.id);
   unlock();

@@ -312,6 +312,12 @@ TEST_F(UcmaShim, MulticastJoinAndLeave) {
   EXPECT_EQ(rdma_leave_multicast(id, sa(group)), -1) << "left already";
   EXPECT_EQ(errno, EADDRNOTAVAIL);
 
+  // Left before its event was read: the event goes back, and the channel is no longer readable.
+  ASSERT_EQ(rdma_join_multicast(id, sa(group), nullptr), 0) << std::strerror(errno);
+  EXPECT_TRUE(readable(ch_->fd, 0));
+  EXPECT_EQ(rdma_leave_multicast(id, sa(group)), 0) << std::strerror(errno);
+  EXPECT_FALSE(readable(ch_->fd, 0));
+
   // Joined and never left: destroying the id takes the group with it; its unread event goes too.
   ASSERT_EQ(rdma_join_multicast(id, sa(group), nullptr), 0) << std::strerror(errno);
   EXPECT_EQ(rdma_destroy_id(id), 0);
