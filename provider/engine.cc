@@ -323,7 +323,6 @@ void Engine::run() {
   // Frames may arrive without waking us (no rx interrupt, or memif's bell, which a peer that has none does
   // not ring): look again after a nap.
   const bool blind = dpdk_ && (rx_fd < 0 || dpdk_->rx_interrupt_is_hint());
-  const bool bell = blind && rx_fd >= 0;  // memif's bell (a peer that joined it rings it when we arm it)
   const auto until = [](uint64_t deadline, uint64_t now) { return deadline > now ? deadline - now : 0; };
   uint64_t looked = 0;      // when this thread last checked on the application
   bool holding = false;     // this turn runs on the CPU the application last called from
@@ -340,7 +339,7 @@ void Engine::run() {
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it
     bool armed = false;
     std::unique_lock lock(mu_, std::defer_lock);
-    if (polling && bell && dpdk_->peer_rings()) {
+    if (polling && dpdk_ && dpdk_->peer_rings()) {  // memif's bell, which the peer rings when we arm it
       // Application threads drive the engine, but one that goes on to spin on memory (ib_write_lat
       // between its posts) leaves the WRITE, READ or ATOMIC aimed at it to this thread. The bell, armed
       // for those only, brings them at once, while the traffic the application handles itself (SENDs,
