@@ -331,15 +331,24 @@ void Engine::run() {
     uint64_t now = clock_.now_ns();
     const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
     const uint64_t since_app = app_quiet_ns(now, app, holding, turn_start);
-    const uint64_t gap = app_gap_ns_.load(std::memory_order_relaxed);
-    const bool polling =
-        (app_inside_.load(std::memory_order_relaxed) || since_app < kAppGapNs) && gap < looked;
+    // The peer rings memif's bell when this thread arms it for one-sided requests (below).
+    const bool bell = dpdk_ && dpdk_->peer_rings();
+    AppSeen seen;
+    seen.inside = app_inside_.load(std::memory_order_relaxed) != 0;
+    seen.quiet_ns = since_app;
+    seen.gap_at_ns = app_gap_ns_.load(std::memory_order_relaxed);
+    seen.away_at_ns = app_away_ns_.load(std::memory_order_relaxed);
+    seen.last_ns = app;
+    seen.armed_at_ns = app_armed_ns_.load(std::memory_order_relaxed);
+    const bool polling = app_polling(seen, looked, bell);
+    // How long application threads have polled: since the last gap that counts.
+    const uint64_t gap = bell ? seen.away_at_ns : seen.gap_at_ns;
     looked = now;
     uint64_t sleep_ns;
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it
     bool armed = false;
     std::unique_lock lock(mu_, std::defer_lock);
-    if (polling && dpdk_ && dpdk_->peer_rings()) {  // memif's bell, which the peer rings when we arm it
+    if (polling && bell) {
       // Application threads drive the engine, but one that goes on to spin on memory (ib_write_lat
       // between its posts) leaves the WRITE, READ or ATOMIC aimed at it to this thread. The bell, armed
       // for those only, brings them at once, while the traffic the application handles itself (SENDs,

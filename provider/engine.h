@@ -7,11 +7,12 @@
 // ibv_wr_* calls) stamp when an application thread enters and leaves them; poll_cq and post_send run a
 // progress pass inline (poll_cq only if the lock is free), so a polling application drives its own traffic
 // with no thread hand-off. The progress thread reads the stamps and is in one of two modes (see run()):
-//   polling  application threads came back within kAppGapNs every time since the thread last looked (not
-//            counting the time the thread itself kept them off their CPU): they drive; the thread stays off
-//            the CPU, looking again after a nap that grows with how long they have polled (10 us to 1 ms;
-//            from 200 us on a memif port with the bell, which it arms for one-sided requests only: one that
-//            comes after the application went on to spin on memory wakes it at once);
+//   polling  application threads came back within a short gap every time since the thread last looked (not
+//            counting the time the thread itself kept them off their CPU), and none armed a CQ to block
+//            (app_polling in progress_policy.h): they drive; the thread stays off the CPU, looking again
+//            after a nap that grows with how long they have polled (10 us to 1 ms; from 200 us on a memif
+//            port with the bell, which it arms for one-sided requests only: one that comes after the
+//            application went on to spin on memory wakes it at once, so there the gap is 100 us, not 3);
 //   serving  otherwise (a one-sided target that never calls, ib_write_lat's side spinning on memory for the
 //            peer's WRITE, an application gone to sleep): the thread runs the passes, spins 20 us
 //            (UROCE_ENGINE_SPIN_US) after the last work or the last application call, then naps from 20 us
@@ -140,13 +141,16 @@ class Engine {
     const uint64_t now = clock_.now_ns_unordered();
     const uint64_t last = app_last_ns_.load(std::memory_order_relaxed);  // may be a little ahead of `now`
     const int cpu = sched_getcpu();
-    // The progress thread's own turn on this CPU, if the thread was here before it, is no gap
-    // (progress_policy.h).
-    if (now > last && now - last > kAppGapNs &&
-        (cpu != app_cpu_.load(std::memory_order_relaxed) ||
-         away_ns(last, now, held_from_.load(std::memory_order_relaxed),
-                 held_until_.load(std::memory_order_relaxed), kSwitchBackNs) > kAppGapNs))
-      app_gap_ns_.store(now, std::memory_order_relaxed);
+    if (now > last && now - last > kAppGapNs) {
+      // The progress thread's own turn on this CPU, if the thread was here before it, is no gap
+      // (progress_policy.h).
+      const uint64_t away = cpu != app_cpu_.load(std::memory_order_relaxed)
+                                ? now - last
+                                : away_ns(last, now, held_from_.load(std::memory_order_relaxed),
+                                          held_until_.load(std::memory_order_relaxed), kSwitchBackNs);
+      if (away > kAppGapNs) app_gap_ns_.store(now, std::memory_order_relaxed);
+      if (away > kAppAwayNs) app_away_ns_.store(now, std::memory_order_relaxed);
+    }
     app_last_ns_.store(now, std::memory_order_relaxed);
     app_cpu_.store(cpu, std::memory_order_relaxed);
     app_inside_.fetch_add(1, std::memory_order_relaxed);
@@ -159,7 +163,8 @@ class Engine {
     app_inside_.fetch_sub(1, std::memory_order_relaxed);
     app_last_ns_.store(left_ns, std::memory_order_relaxed);
   }
-  static constexpr uint64_t kAppGapNs = 3'000;
+  // An application thread armed a CQ (ibv_req_notify_cq): it is about to block on the completion channel.
+  void app_arming() { app_armed_ns_.store(clock_.now_ns_unordered(), std::memory_order_relaxed); }
   // Scope of one datapath verb call. It reads the clock when it leaves, unless the call read it after its
   // work already (saw(): a pass that worked, a post_send that sent its frames); what follows that (copying
   // completions out, unlocking) is short.
@@ -210,10 +215,12 @@ class Engine {
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again
   std::atomic<bool> sleeping_{false};        // the progress thread is in its io_uring wait
   std::atomic<bool> thread_cached_{false};   // the progress thread has a DPDK lcore id (its pool cache)
-  std::atomic<uint64_t> app_last_ns_{0};  // when an application thread last entered or left a datapath verb
-  std::atomic<uint32_t> app_inside_{0};   // application threads inside a datapath verb now
-  std::atomic<int> app_cpu_{-1};          // the CPU an application thread last entered a verb on
-  std::atomic<uint64_t> app_gap_ns_{0};   // when an entry last followed a gap of more than kAppGapNs
+  std::atomic<uint64_t> app_last_ns_{0};   // when an application thread last entered or left a datapath verb
+  std::atomic<uint32_t> app_inside_{0};    // application threads inside a datapath verb now
+  std::atomic<int> app_cpu_{-1};           // the CPU an application thread last entered a verb on
+  std::atomic<uint64_t> app_gap_ns_{0};    // when an entry last followed a gap of more than kAppGapNs
+  std::atomic<uint64_t> app_away_ns_{0};   // and one of more than kAppAwayNs
+  std::atomic<uint64_t> app_armed_ns_{0};  // when an application thread last armed a CQ (0: never)
   // The progress thread's last turn on the CPU an application thread last called from: from when it became
   // runnable (its nap's end, or when something woke it) to when it went back to sleep (progress_policy.h's
   // away_ns).

@@ -34,6 +34,34 @@ inline uint64_t polling_nap_ns(uint64_t polled_ns, bool bell_for_requests) {
                     kPollingMaxNapNs);
 }
 
+// Whether application threads drive the engine: the progress thread's polling mode (engine.h). They do
+// while they came back to a datapath verb within a short gap every time since the thread last looked
+// (gap_at_ns: when an entry last followed a longer one; looked_ns: the thread's previous look), are inside
+// one now or left it less than that gap ago (quiet_ns). Without the bell the gap is kAppGapNs: an
+// application that spins on memory between its verbs (ib_write_lat) leaves the one-sided requests aimed at
+// it to the thread, which must then serve. With the memif bell armed for those requests (bell), such a
+// request wakes the thread whatever the application does, and the gap that matters is the application
+// going away for good: kAppAwayNs, past the preemptions and interrupts of a busy 2-CPU VM (20-60 us each).
+// Counted as absences at 3 us, those had the thread look every 200-300 us in ib_send_lat, each look a
+// wake-up that preempted one of the two spinning applications (p99 26-35 us; with kAppAwayNs 8-17 us).
+// An application that armed a CQ (armed_at_ns, 0: never) and called at most briefly after (kArmGraceNs:
+// the poll after arming that closes the race) is about to block on the completion channel: not polling,
+// so that the thread serves it and watches for every frame, not only for one-sided requests.
+constexpr uint64_t kAppGapNs = 3'000, kAppAwayNs = 100'000, kArmGraceNs = 20'000;
+struct AppSeen {
+  bool inside = false;       // an application thread is inside a datapath verb
+  uint64_t quiet_ns = 0;     // since one last entered or left one (app_quiet_ns)
+  uint64_t gap_at_ns = 0;    // when an entry last followed a gap of more than kAppGapNs
+  uint64_t away_at_ns = 0;   // when an entry last followed a gap of more than kAppAwayNs
+  uint64_t last_ns = 0;      // when one last entered or left a datapath verb
+  uint64_t armed_at_ns = 0;  // when one last armed a CQ (0: never)
+};
+inline bool app_polling(const AppSeen& a, uint64_t looked_ns, bool bell) {
+  if (a.armed_at_ns && a.last_ns < a.armed_at_ns + kArmGraceNs) return false;
+  if (bell) return (a.inside || a.quiet_ns < kAppAwayNs) && a.away_at_ns < looked_ns;
+  return (a.inside || a.quiet_ns < kAppGapNs) && a.gap_at_ns < looked_ns;
+}
+
 // Of the time from an application thread's last verb call (last_ns) to its next (now_ns), the part it was
 // away by its own doing: less the progress thread's turn on its CPU [held_from_ns, held_until_ns +
 // switch_back_ns) where the two overlap. A thread that polls without pause but shares its CPU with the

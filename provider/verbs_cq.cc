@@ -130,6 +130,7 @@ int req_notify_cq(ibv_cq* ibv, int solicited_only) {
     ucq(ibv)->cq->arm(solicited_only != 0);
     e.flush_posted_locked();
   }
+  e.app_arming();
   // The application is about to block until a completion arrives and will drive nothing meanwhile: the
   // progress thread, perhaps backed off because this thread was polling, must take over now.
   e.wake_if_sleeping();

@@ -38,6 +38,50 @@ TEST(PollingNapNs, AQuarterOfThePollingWithinItsBounds) {
   EXPECT_LT(kPollingMinNapNs, kPollingBellMinNapNs);
 }
 
+// An application thread that polls: inside a verb or just out of one, with no gap since the thread's last
+// look. The gap that counts is 3 us without the bell, 100 us with it (a request wakes the thread whatever
+// the application does; shorter absences are preemptions).
+TEST(AppPolling, ByTheGapThatCountsWithOrWithoutTheBell) {
+  AppSeen a;
+  a.last_ns = 1'000'000;
+  const uint64_t looked = 900'000;  // the thread's previous look
+  a.quiet_ns = 1'000;
+  EXPECT_TRUE(app_polling(a, looked, false));
+  EXPECT_TRUE(app_polling(a, looked, true));
+  a.quiet_ns = 50'000;  // away 50 us now: preempted, or spinning on memory for a WRITE
+  EXPECT_FALSE(app_polling(a, looked, false));
+  EXPECT_TRUE(app_polling(a, looked, true));
+  a.inside = true;
+  EXPECT_TRUE(app_polling(a, looked, false)) << "inside a verb now";
+  a.inside = false;
+  a.quiet_ns = kAppAwayNs;
+  EXPECT_FALSE(app_polling(a, looked, true)) << "gone for good";
+  a.quiet_ns = 1'000;
+  a.gap_at_ns = 950'000;  // a short gap since the last look
+  EXPECT_FALSE(app_polling(a, looked, false));
+  EXPECT_TRUE(app_polling(a, looked, true));
+  a.away_at_ns = 960'000;  // and a long one
+  EXPECT_FALSE(app_polling(a, looked, true));
+  EXPECT_TRUE(app_polling(a, 970'000, true)) << "both before the last look";
+}
+
+// An application that armed a CQ and called at most briefly after is about to block on the channel: the
+// thread serves, bell or not. One that went on polling long after arming polls.
+TEST(AppPolling, NotWhileAboutToBlockOnAnArmedCq) {
+  AppSeen a;
+  const uint64_t looked = 500'000;
+  a.inside = true;
+  a.last_ns = 1'000'000;
+  a.armed_at_ns = 999'000;  // armed, then the poll that closes the race
+  EXPECT_FALSE(app_polling(a, looked, false));
+  EXPECT_FALSE(app_polling(a, looked, true));
+  a.armed_at_ns = 1'000'500;  // armed after its last call
+  EXPECT_FALSE(app_polling(a, looked, true));
+  a.armed_at_ns = a.last_ns - kArmGraceNs;  // armed, then polled on
+  EXPECT_TRUE(app_polling(a, looked, false));
+  EXPECT_TRUE(app_polling(a, looked, true));
+}
+
 TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
   EXPECT_EQ(away_ns(1'000, 9'000, 0, 0, 0), 8'000u) << "no turn yet";
   EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000, 0), 2'000u) << "a turn within the gap";
