@@ -180,6 +180,7 @@ class CmService final : public PassHook {
   ib_user_path_rec path_of(const cm::Event& ev) const;
 
   std::shared_ptr<Engine> engine_;
+  const pid_t owner_pid_ = getpid();  // a forked child's exit must leave the parent's connections alone
   Gid gid_{};
   std::mt19937 rng_{std::random_device{}()};
   const FastClock& clock_ = fast_clock();  // the engine's: its pass compares our deadlines with its time
@@ -246,7 +247,10 @@ CmService* CmService::get(std::string* err) {
   // (registered after Engine::acquire's own statics, so it runs before they are destroyed).
   std::atexit([] {
     std::lock_guard g(g_service_mu);
-    if (!g_service) return;
+    // A child forked after the service started inherits this handler with the parent's ids, whose port and
+    // progress thread stay the parent's: it sends nothing and drops no reference (the engine's own exit
+    // handler refuses likewise).
+    if (!g_service || getpid() != g_service->owner_pid_) return;
     CmService& sv = *g_service;
     std::vector<IdState> bound;
     {

@@ -7,7 +7,8 @@
 # 10 s; the time is printed, not asserted), and its CM must have received (and handled) that DREQ every
 # time: 3 handled MADs per connection, REQ, RTU and DREQ (`uroce stats` "cm" rx_handled), not a
 # DISCONNECTED made up by a fallback
-# (uroced's DREQ for a process that died, cm_dreq_sent; the memif link going down).
+# (uroced's DREQ for a process that died, cm_dreq_sent; the memif link going down). Then a client that forks a
+# child which exits at once: the child's exit must not disconnect the parent.
 set -u
 uroce=$1 uroced=$2 exit_open=$3 rounds=${4:-6}
 . "$(dirname "$0")/../lib/uroce_test_env.sh"
@@ -57,9 +58,30 @@ for mode in uroced memif; do
     [ "$handled" = $((3 * r)) ] ||
       fail "$mode round $r: the server's CM handled $handled MADs, not $((3 * r)): an exit DREQ was lost"
   done
+  # A child forked with the connection open and exiting runs the exit handlers its parent registered: they
+  # must leave the parent's connection alone (the child's copy of the CM would send the parent's DREQ on the
+  # parent's port, and wait for its DREP). Then the parent's own exit disconnects, as above.
+  mkfifo "$dir/go"
+  timeout 20 "$uroce" run "${cli[@]}" -- "$exit_open" $addr "$port" fork <"$dir/go" >"$dir/client.log" 2>&1 &
+  cpid=$!
+  exec 3>"$dir/go"
+  child_exited() { grep -q "^child exited" "$dir/client.log"; }
+  wait_for 20 child_exited || fail "$mode fork round: the forked child did not exit"
+  grep -q "^child exited 0" "$dir/client.log" || fail "$mode fork round: $(grep "^child" "$dir/client.log")"
+  handled=$(server_cm rx_handled)
+  [ "$handled" = $((3 * rounds + 2)) ] && ! disconnects $((rounds + 1)) ||
+    fail "$mode fork round: the child's exit disconnected its parent (server CM handled $handled MADs)"
+  echo >&3
+  exec 3>&-
+  wait $cpid || fail "$mode fork round: the client exited $?"
+  rm -f "$dir/go"
+  wait_for 10 disconnects $((rounds + 1)) || fail "$mode fork round: no server DISCONNECT EVENT"
+  handled=$(server_cm rx_handled)
+  [ "$handled" = $((3 * (rounds + 1))) ] || fail "$mode fork round: the server's CM handled $handled MADs"
   [ $mode != uroced ] || [ "$(uroced_field cm_dreq_sent)" = 0 ] ||
     fail "uroced had to send $(uroced_field cm_dreq_sent) DREQs for processes that exited normally"
-  echo "== $mode: $rounds clients exited with their connection open: every DREQ arrived, DISCONNECTED within $worst ms"
+  echo "== $mode: $rounds clients exited with their connection open: every DREQ arrived, DISCONNECTED within $worst ms;" \
+    "a forked child's exit left its parent's connection alone"
   kill $spid
   wait $spid 2>/dev/null
   spid=

@@ -2,15 +2,24 @@
 // "connected", and returns from main with the connection still open: no rdma_disconnect, no destroy. What
 // the server then sees is what the process's exit sends (a kernel: the DREQ when its rdma_cm file closes;
 // under uroce: the provider CM's exit handler). Exits 1 when it cannot connect.
+//
+// kill_exit_open ADDR PORT fork: the same, but once connected it forks a child that calls exit() at once,
+// running the exit handlers the parent registered (as a forked worker of a server does); prints "child
+// exited N" when it is gone, then waits for a line on stdin before it returns, so that the caller can see
+// what the child's exit did to the parent's connection.
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: kill_exit_open ADDR PORT\n");
+  const bool fork_child = argc == 4 && std::strcmp(argv[3], "fork") == 0;
+  if (argc != 3 && !fork_child) {
+    std::fprintf(stderr, "usage: kill_exit_open ADDR PORT [fork]\n");
     return 2;
   }
   rdma_addrinfo hints{};
@@ -37,5 +46,24 @@ int main(int argc, char** argv) {
   }
   std::printf("connected\n");
   std::fflush(stdout);
+  if (fork_child) {
+    const pid_t child = fork();
+    if (child < 0) {
+      std::perror("fork");
+      return 1;
+    }
+    if (child == 0) std::exit(0);
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) {
+      std::perror("waitpid");
+      return 1;
+    }
+    std::printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    std::fflush(stdout);
+    char line[16];
+    if (!std::fgets(line, sizeof line, stdin)) {
+      // The caller closed stdin without a line: return all the same.
+    }
+  }
   return 0;
 }
