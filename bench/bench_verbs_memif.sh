@@ -3,7 +3,7 @@
 # the same run, with the verdict on each of the datapath targets below:
 #   raw memif      bench_memif: throughput at 4096-byte frames (the frames ib_write_bw 64 KiB sends with MTU
 #                  4096), the frame rate at 64-byte frames, and 64-byte ping-pong round trips, between two
-#                  DpdkPorts on two pinned threads;
+#                  DpdkPorts on two pinned threads; the best trial of two runs (below);
 #   TCP loopback   sockperf ping-pong, 14-byte messages (one-way latency, as sockperf reports it);
 #   uroce direct   ib_write_bw -s 65536, ib_read_bw -s 65536, ib_send_bw -s 64 (message rate), ib_write_lat
 #                  -s 2, ib_send_lat -s 2 under `uroce run`, each side its own process with its own device,
@@ -97,12 +97,29 @@ idle_pct() {
 echo "== load before: $(uptime)"
 echo "== CPU: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cpus, Linux $(uname -r)"
 echo "== baselines: raw memif (bench_memif) and TCP loopback (sockperf), same run"
-"$bench_memif" --trials=5 --rtts=50000 2>/dev/null >"$dir/memif.txt"
-memif_gbps=$(awk '$1 == 4096 && NF >= 8 {print $5; exit}' "$dir/memif.txt")
-memif_mfps=$(awk '$1 == 64 && NF >= 8 {print $2; exit}' "$dir/memif.txt")
-memif_rtt=$(awk '$1 == 64 && $2 == "memif" {print $4; exit}' "$dir/memif.txt")
-memif_rtt99=$(awk '$1 == 64 && $2 == "memif" {print $5; exit}' "$dir/memif.txt")
+# Raw memif on this VM is not steady: from one 200 ms trial to the next its 64-byte frame rate has been seen
+# at 5.4 and at 17 Mframes/s, its 4 KiB throughput at 19 and at 195 Gb/s, its round trip at 0.7 and at 2 us
+# (2026-12-07). The baselines are the machine's best in this run, not a median that a slow spell drags down
+# with them: the highest throughput of any trial and the lowest median round trip, over two runs of
+# bench_memif (two processes).
+: >"$dir/memif.txt"
+for _ in 1 2; do "$bench_memif" --trials=5 --rtts=50000 2>/dev/null >>"$dir/memif.txt"; done
+# best_tput SIZE FIELD: the largest trial of a throughput row ("64  5.740 [5.434, 13.421]  2.94 [2.78, 6.87]
+# ..."): FIELD 1 frames/s, 2 Gb/s.
+best_tput() {
+  tr -d '[],' <"$dir/memif.txt" | awk -v size="$1" -v f="$2" '
+    $1 == size && NF >= 8 && $2 != "memif" { v = f == 1 ? $4 : $7; if (v + 0 > best + 0) best = v }
+    END { if (best != "") print best }'
+}
+memif_gbps=$(best_tput 4096 2)
+memif_mfps=$(best_tput 64 1)
+memif_rtt=$(awk '$1 == 64 && $2 == "memif" && (best == "" || $4 + 0 < best + 0) {best = $4; p99 = $5}
+  END {print best}' "$dir/memif.txt")
+memif_rtt99=$(awk '$1 == 64 && $2 == "memif" && (best == "" || $4 + 0 < best + 0) {best = $4; p99 = $5}
+  END {print p99}' "$dir/memif.txt")
 sed -n '/^throughput/,/^ *4224/p;/^ping-pong/,/^ *64 tcp/p' "$dir/memif.txt"
+echo "raw memif baselines, the best of both runs: 4 KiB ${memif_gbps:-?} Gb/s, 64 B ${memif_mfps:-?} Mframes/s," \
+  "64 B round trip median ${memif_rtt:-?} us (p99 ${memif_rtt99:-?} us)"
 [ -n "$memif_gbps" ] && [ -n "$memif_mfps" ] && [ -n "$memif_rtt" ] ||
   { echo "bench_verbs_memif: bench_memif gave no figures:" >&2; cat "$dir/memif.txt" >&2; exit 2; }
 
