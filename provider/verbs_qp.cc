@@ -23,7 +23,8 @@ void init_event_sync(pthread_mutex_t* mu, pthread_cond_t* cond, uint32_t* events
 
 // XRC_SEND is an RC QP with an XRC initiator's role (a send queue only); XRC_RECV an XRC target of `xrcd`
 // (no PD, CQs or queues of its own).
-UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a, ibv_xrcd* xrcd = nullptr) {
+UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a, ibv_xrcd* xrcd = nullptr,
+             uint32_t create_flags = 0) {
   QpType type = QpType::kRc;
   XrcRole xrc = XrcRole::kNone;
   switch (a->qp_type) {
@@ -68,6 +69,7 @@ UQp* make_qp(ibv_context* c, ibv_pd* pd, ibv_qp_init_attr* a, ibv_xrcd* xrcd = n
   init.recv_cq = a->recv_cq ? ucq(a->recv_cq)->cq : nullptr;
   init.srq = a->srq ? usrq(a->srq)->srq : nullptr;
   init.sq_sig_all = a->sq_sig_all;
+  init.block_self_mcast_lb = create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
   init.cap = QpCap{a->cap.max_send_wr, a->cap.max_recv_wr, a->cap.max_send_sge, a->cap.max_recv_sge,
                    a->cap.max_inline_data};
   Engine& e = engine(c);
@@ -104,8 +106,8 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
 }
 
 ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
-  constexpr uint32_t kSupported =
-      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                                  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
   ibv_xrcd* xrcd = nullptr;
   if (a->qp_type == IBV_QPT_XRC_RECV) {  // a target belongs to a domain, not to a PD
     if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd) return errno = EINVAL, nullptr;
@@ -114,6 +116,10 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
     return errno = EINVAL, nullptr;
   }
   if (a->comp_mask & ~kSupported) return errno = EOPNOTSUPP, nullptr;
+  // Of the creation flags only the block of the QP's own multicast loopback (mckey -l asks for it); a
+  // ConnectX has it, Linux rxe refuses every flag. The others ask for hardware features uroce does not have.
+  const uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
+  if (create_flags & ~uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB}) return errno = EOPNOTSUPP, nullptr;
   // The ibv_wr_* operations each QP type can post (IBA table 39; ATOMIC WRITE is RC only, like the other
   // atomics). Asking for one the type cannot do fails the create, as on other providers.
   constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -136,7 +142,7 @@ ibv_qp* create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* a) {
   base.cap = a->cap;
   base.qp_type = a->qp_type;
   base.sq_sig_all = a->sq_sig_all;
-  UQp* q = make_qp(c, xrcd ? nullptr : a->pd, &base, xrcd);
+  UQp* q = make_qp(c, xrcd ? nullptr : a->pd, &base, xrcd, create_flags);
   if (!q) return nullptr;
   a->cap = base.cap;
   // A target serves its domain's SRQs and uses no PD, but libibverbs reports the PD its creator passed, and

@@ -42,6 +42,9 @@ struct QpInitAttr {
   Srq* srq = nullptr;
   QpCap cap;
   bool sq_sig_all = false;
+  // UD: the QP's own multicast sends are not looped back to it (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB); the
+  // device's other members of the group still get their copy.
+  bool block_self_mcast_lb = false;
 };
 
 enum class WqeState : uint8_t {

@@ -117,8 +117,13 @@ void Device::rx_mcast(const ParsedPacket& pkt) {
     return;
   }
   cnt_.add(Counter::kMcastRxPackets);
+  // The device's own copy of a datagram one of its members sent (transmit_mcast) skips that member if it
+  // asked not to hear itself.
+  const uint32_t src_qp = pkt.deth().src_qp.get();
+  const bool own = is_local_gid(pkt.ip_src());
   // A responder never attaches or detaches, so the member list stays as it is while it is walked.
-  for (Qp* qp : it->second) qp->on_request(pkt);
+  for (Qp* qp : it->second)
+    if (!(own && qp->qpn() == src_qp && qp->init_attr().block_self_mcast_lb)) qp->on_request(pkt);
 }
 
 }  // namespace uroce

@@ -4,6 +4,7 @@
 // going out to the group's Ethernet address and looping back to the device's own members.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "tests/support/capture_port.h"
@@ -35,10 +36,12 @@ class Multicast : public ::testing::Test {
  protected:
   Multicast() : env(ud_options()) {}
 
-  // Another UD QP of the device in RTS, on the env's CQ, with Q_Key `qkey` (default: the env's).
-  Qp* add_ud(uint32_t qkey = 0) {
+  // Another UD QP of the device in RTS, on the env's CQ, with Q_Key `qkey` (default: the env's), optionally
+  // created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.
+  Qp* add_ud(uint32_t qkey = 0, bool block_self_mcast_lb = false) {
     QpInitAttr init;
     init.type = QpType::kUd;
+    init.block_self_mcast_lb = block_self_mcast_lb;
     init.send_cq = init.recv_cq = env.cq;
     init.cap = QpCap{16, 16, 1, 1, 0};
     Qp* q = nullptr;
@@ -369,6 +372,49 @@ TEST_F(Multicast, ASendToAGroupGoesOutAndLoopsBackToLocalMembers) {
   }
   EXPECT_EQ(total, 3u);
   EXPECT_EQ(own, 1u);
+}
+
+// A member created to block its own multicast loopback (mckey -l) gets no copy of what it sends; the other
+// local members do, and the frame goes out as before. What a peer sends to the group still reaches it.
+TEST_F(Multicast, AMemberThatBlocksSelfLoopbackHearsOthersButNotItself) {
+  Qp* quiet = add_ud(0, true);
+  Qp* b = add_ud();
+  ASSERT_EQ(env.dev->attach_mcast(quiet, kGroup), 0);
+  ASSERT_EQ(env.dev->attach_mcast(b, kGroup), 0);
+  post_recv(quiet, 0);
+  post_recv(b, 1);
+  env.fill(8 * kRecvBytes, 100, 3);
+  AddressVector av;
+  av.dgid = kGroup;
+  av.hop_limit = 1;
+  const Sge s = env.sge(8 * kRecvBytes, 100);
+  SendWr wr;
+  wr.wr_id = 5;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.send_flags = kSendSignaled;
+  wr.ah = &av;
+  wr.remote_qpn = params::kMcastQpn;
+  wr.remote_qkey = env.opt.qkey;
+  ASSERT_EQ(quiet->post_send(wr), 0);
+  ASSERT_EQ(env.run().size(), 1u) << "the frame still goes out to the group";
+  std::vector<uint32_t> got;
+  for (const Wc& w : env.poll())
+    if (w.opcode == WcOpcode::kRecv) got.push_back(w.qp_num);
+  EXPECT_EQ(got, std::vector<uint32_t>{b->qpn()}) << "only the other member hears it";
+
+  // A datagram from a peer to the group reaches both members, the blocking one included (its receive from
+  // the first round is still posted).
+  post_recv(b, 2);
+  env.inject(to_group(kGroup), pattern(64, 7));
+  env.run();
+  got.clear();
+  for (const Wc& w : env.poll())
+    if (w.opcode == WcOpcode::kRecv) got.push_back(w.qp_num);
+  std::sort(got.begin(), got.end());
+  std::vector<uint32_t> both{quiet->qpn(), b->qpn()};
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(got, both);
 }
 
 TEST_F(Multicast, AnIpv6GroupGoesToItsEthernetAddress) {

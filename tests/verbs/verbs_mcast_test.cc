@@ -60,6 +60,28 @@ TEST(VerbsMcast, DeviceReportsItsLimitsAndAttachChecksItsArguments) {
   EXPECT_EQ(ibv_attach_mcast(ud.qp, &group, 0), 0) << "left attached: destroying the QP detaches it";
 }
 
+// ibv_create_qp_ex takes IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (mckey -l), as a ConnectX does; any other
+// creation flag asks for hardware uroce does not have and fails with EOPNOTSUPP.
+TEST(VerbsMcast, CreateQpExTakesTheSelfLoopbackBlockAndNoOtherFlag) {
+  VerbsSide s;
+  make_side(&s, IBV_QPT_UD);
+  ibv_qp_init_attr_ex a{};
+  a.qp_type = IBV_QPT_UD;
+  a.send_cq = a.recv_cq = s.cq;
+  a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+  a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+  a.pd = s.pd;
+  a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+  ibv_qp* qp = ibv_create_qp_ex(s.ctx, &a);
+  ASSERT_NE(qp, nullptr) << std::strerror(errno);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  a.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp_ex(s.ctx, &a), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
 TEST(VerbsMcast, ASendToTheGroupReachesEveryAttachedQp) {
   VerbsSide sender, r1, r2;
   make_side(&sender, IBV_QPT_UD);
