@@ -95,11 +95,13 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   if (!runtime::env_uint("UROCE_ENGINE_NAP_US", &us, &err)) return err;
   cfg->min_nap_ns = us * 1000;
   cfg->tx_coalesce = runtime::env_flag("UROCE_TX_COALESCE", true);
+  cfg->linger = runtime::env_flag("UROCE_LINGER", true);
   return "";
 }
 
 Engine::Engine(const EngineConfig& cfg)
     : coalescer_(cfg.tx_coalesce),
+      linger_(cfg.linger),
       sched_want_(cfg.sched),
       spin_ns_(cfg.spin_ns),
       min_nap_ns_(cfg.min_nap_ns) {
@@ -347,6 +349,7 @@ void Engine::run() {
     uint64_t sleep_ns;
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it
     bool armed = false;
+    bool lingering = false;
     std::unique_lock lock(mu_, std::defer_lock);
     if (polling && bell) {
       // Application threads drive the engine, but one that goes on to spin on memory (ib_write_lat
@@ -356,17 +359,22 @@ void Engine::run() {
       // is a wake-up that takes a CPU from a spinning application (docs/latency.md). The bell needs no
       // lock; with the lock free, one pass after arming takes a request published before the flag, which
       // rang nobody (an application inside a verb passes itself).
-      armed = dpdk_->enable_rx_interrupt(/*requests_only=*/true);
+      // While polls linger, they place the requests themselves, and a bell would only wake this thread to
+      // take a CPU from one of the spinning applications: it stays unarmed, and the naps long (a poll that
+      // lingers in vain rings the doorbell).
+      lingering = linger_window_.load(std::memory_order_relaxed) != 0;
+      if (!lingering) armed = dpdk_->enable_rx_interrupt(/*requests_only=*/true);
       uint64_t deadline = kNever;
       if (lock.try_lock()) {
         // Posts waiting for the end of the application's burst go with this pass, as with one of its
         // own: a polling application has left nothing to this thread (PostCoalescer counts only those).
-        pass_locked();
+        thread_pass_locked();
         now = clock_.now_ns();
         deadline = next_deadline_locked();
         lock.unlock();
       }
-      sleep_ns = std::min(polling_nap_ns(now - gap, true), until(deadline, now));
+      sleep_ns =
+          std::min(lingering ? kLingeringNapNs : polling_nap_ns(now - gap, true), until(deadline, now));
     } else if (polling) {
       // Application threads drive the engine. Stay off the lock and the CPU; nobody rings us.
       sleep_ns = polling_nap_ns(now - gap, false);
@@ -374,7 +382,7 @@ void Engine::run() {
       sleep_ns = kPollingMinNapNs;  // an application thread is inside a verb, running the pass
     } else {
       if (coalescer_.pass(true, now)) dev_->count(Counter::kCoalescingLeft);
-      const uint32_t work = pass_locked();
+      const uint32_t work = thread_pass_locked();
       const uint64_t deadline = next_deadline_locked();
       now = clock_.now_ns();
       if (work || deadline <= now) {
@@ -394,7 +402,7 @@ void Engine::run() {
       }
       if (rx_fd >= 0) armed = dpdk_->enable_rx_interrupt();
       // A frame that came after the pass and before arming woke nobody: one more pass finds it.
-      if (armed && pass_locked()) {
+      if (armed && thread_pass_locked()) {
         dpdk_->disable_rx_interrupt();
         last_work = clock_.now_ns();
         nap = first_nap();
@@ -464,6 +472,53 @@ uint64_t Engine::posted_locked(uint64_t entered) {
   if (!now) now = clock_.now_ns_unordered();
   coalescer_.sent(now);
   return now;
+}
+
+uint32_t Engine::thread_pass_locked() {
+  const uint64_t before = dev_->one_sided_requests();
+  const uint32_t work = pass_locked();
+  // A one-sided request this thread placed while no application thread was inside a verb: how long after
+  // the application's last call it came decides whether polls linger for the next ones.
+  if (dev_->one_sided_requests() != before && !app_inside_.load(std::memory_order_relaxed)) {
+    const uint64_t left = app_last_ns_.load(std::memory_order_relaxed);
+    const uint64_t now = clock_.now_ns_unordered();
+    if (left) {
+      linger_.request_while_away(now > left ? now - left : 0);
+      linger_window_.store(linger_.window_ns(), std::memory_order_relaxed);
+    }
+  }
+  return work;
+}
+
+uint64_t Engine::linger(uint64_t from) {
+  if (from == kNoLinger) return 0;
+  const uint64_t start = clock_.now_ns_unordered();
+  const uint64_t until = start + linger_window_.load(std::memory_order_relaxed);
+  uint64_t now = start;
+  bool caught = false;
+  for (;;) {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      progress_locked();
+      caught = dev_->one_sided_requests() != from;
+      now = clock_.now_ns_unordered();
+    } else if ((now = clock_.now_ns_unordered()) >= until) {
+      lock.lock();  // the progress thread's pass, about to end: it may have placed one
+      caught = dev_->one_sided_requests() != from;
+    }
+    if (caught || now >= until) {
+      dev_->count(caught ? Counter::kLingersCaught : Counter::kLingersMissed);
+      linger_.lingered(caught);
+      const uint64_t window = linger_.window_ns();
+      linger_window_.store(window, std::memory_order_relaxed);
+      lock.unlock();
+      // The progress thread left the bell unarmed while polls lingered: it must watch again now.
+      if (!window) wake();
+      return now;
+    }
+    if (lock.owns_lock()) lock.unlock();
+    __builtin_ia32_pause();
+  }
 }
 
 uint32_t Engine::pass_locked(uint64_t now_hint) {

@@ -19,6 +19,8 @@
 //            doubling to 1 ms (20 ms after a second of idleness). It does not spin on the CPU the
 //            application last called from (progress_policy.h): there it sleeps at once and leaves the
 //            CPU to the application. req_notify_cq rings it at once: the application is about to block.
+// An application that polls a completion and then spins on memory for the peer's WRITE has its polls linger
+// for that WRITE instead, once the pattern is seen (Linger in progress_policy.h); the thread then stays off.
 // So a busy process runs one spinning thread, not two, except while an application spins on memory.
 // Sleeping is one io_uring wait (sleeper.h) on a doorbell eventfd (wake()), the port's rx interrupt (tap's,
 // or on memif the bell the peer rings when it transmits to a sleeper, pmd_glue/memif_bell.h), and the next
@@ -88,6 +90,9 @@ struct EngineConfig {
   uint64_t min_nap_ns = 20'000;
   // UROCE_TX_COALESCE: a burst of post_send calls sends its frames at its end (progress_policy.h).
   bool tx_coalesce = true;
+  // UROCE_LINGER: a poll lingers for a one-sided request while the application's pattern asks for it
+  // (progress_policy.h's Linger).
+  bool linger = true;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -126,6 +131,17 @@ class Engine {
   // At the exit of a process that did not close the device: sends what waits, lets the port's peer read it
   // (DpdkPort::linger), reports the stats when asked to.
   void at_exit();
+
+  // A poll, under mu(), before its pass: whether it should linger for a one-sided request if it returns
+  // completions (Linger in progress_policy.h), and if so the count of those placed so far, for linger();
+  // kNoLinger otherwise.
+  static constexpr uint64_t kNoLinger = ~uint64_t{0};
+  uint64_t linger_from_locked() const {
+    return linger_window_.load(std::memory_order_relaxed) ? dev_->one_sided_requests() : kNoLinger;
+  }
+  // Then, without mu(): runs passes until one placed a one-sided request or the window is over. Returns
+  // when it stopped (0: it did not linger), the calling verb's leaving time.
+  uint64_t linger(uint64_t from);
 
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();
@@ -198,6 +214,7 @@ class Engine {
  private:
   void run();
   uint32_t pass_locked(uint64_t now_hint = 0);  // the device's pass, then the hook's
+  uint32_t thread_pass_locked();                // pass_locked() by the progress thread; linger_ learns
   uint64_t next_deadline_locked() const;
   void deliver_async_events();
   void start_control(const EngineConfig& cfg);
@@ -207,9 +224,11 @@ class Engine {
   glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port
   const FastClock& clock_ = fast_clock();  // one per process: the CM service's deadlines are compared with it
   std::unique_ptr<Device> dev_;
-  std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
-  PassHook* hook_ = nullptr;            // under mu_
-  PostCoalescer coalescer_;             // under mu_
+  std::unique_ptr<NetdevLink> netdev_;      // UROCE_NETDEV only; stopped before dev_ goes
+  PassHook* hook_ = nullptr;                // under mu_
+  PostCoalescer coalescer_;                 // under mu_
+  Linger linger_;                           // under mu_
+  std::atomic<uint64_t> linger_window_{0};  // linger_.window_ns(), for a poll to read without mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_until_{0};  // written under mu_: when the progress thread will look again

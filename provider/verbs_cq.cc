@@ -106,10 +106,12 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   // The pass runs only if the lock is free: when the progress thread holds it, it is running that pass now,
   // and this thread waits for it only to read the CQ.
   std::unique_lock lock(e.mu(), std::try_to_lock);
-  if (lock.owns_lock())
-    call.saw(e.progress_locked(call.entered()));
-  else
-    lock.lock();
+  const bool pass = lock.owns_lock();
+  if (!pass) lock.lock();
+  // Read before this poll's own pass: a request that pass places counts for a linger after it (the peer's
+  // WRITE came with the ACK the completion waited for).
+  const uint64_t linger_from = e.linger_from_locked();
+  if (pass) call.saw(e.progress_locked(call.entered()));
   UCq* q = ucq(ibv);
   int total = 0;
   while (total < n) {
@@ -119,6 +121,8 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
     if (got < UCq::kBatch) break;
   }
   lock.unlock();
+  // A poll that found its completions is where an application that goes on to spin on memory leaves.
+  if (const uint64_t t = e.linger(total ? linger_from : Engine::kNoLinger)) call.saw(t);
   after_poll(total != 0);
   return total;
 }

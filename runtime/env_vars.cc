@@ -58,6 +58,10 @@ constexpr EnvVar kVars[] = {
   {"UROCE_TX_COALESCE", kFlag, "0|1", 0, 0, "1", "provider",
    "1: a burst of ibv_post_send calls (each within 2 us of the last) sends its frames at its end, the "
    "caller's next ibv_poll_cq or ibv_req_notify_cq; 0: every post sends at once"},
+  {"UROCE_LINGER", kFlag, "0|1", 0, 0, "1", "provider",
+   "1: while one-sided requests keep arriving soon after the application left its last verb (it spins on "
+   "memory for the peer's WRITE), an ibv_poll_cq that returns completions runs passes for up to 30 us "
+   "until one placed such a request; 0: it returns at once"},
   {"UROCE_ENGINE_SPIN_US", kUint, "0 .. 1000000", 0, 1000000, "20", "provider",
    "how long the progress thread busy-polls after the last work or verb call before it naps, us"},
   {"UROCE_ENGINE_NAP_US", kUint, "1 .. 1000", 1, 1000, "20", "provider",

@@ -34,6 +34,8 @@ namespace uroce {
   X(kAcksHeld, "acks_held")                     \
   X(kPostsCoalesced, "posts_coalesced")         \
   X(kCoalescingLeft, "coalescing_left")         \
+  X(kLingersCaught, "lingers_caught")           \
+  X(kLingersMissed, "lingers_missed")           \
   X(kCreditStall, "credit_stalls")              \
   X(kCreditUpdateSent, "credit_updates_sent")   \
   X(kCnpSent, "cnp_sent")                       \

@@ -136,6 +136,9 @@ class Device {
   uint32_t progress(uint64_t now_hint = 0);
   // When the last progress() ended, read after its work; 0 if it did nothing (and perhaps read no clock).
   uint64_t last_pass_ns() const { return last_pass_ns_; }
+  // One-sided requests (RDMA WRITE, READ, ATOMIC packets) the responders accepted: a pass that moved the
+  // count placed one.
+  uint64_t one_sided_requests() const { return one_sided_requests_; }
   // When progress() next has something to do without new packets arriving (kNever: nothing).
   uint64_t next_deadline() const;
   // QPs a pass visits: those with something to send, a timer or a time to send at (idle QPs cost nothing).
@@ -196,9 +199,10 @@ class Device {
   DeviceConfig cfg_;
   PacketIo* io_;
   const Clock* clock_;
-  uint64_t pass_now_ = 0;          // the time of the current progress() phase; 0 outside progress()
-  uint64_t last_pass_ns_ = 0;      // last_pass_ns()
-  mutable uint64_t last_now_ = 0;  // the latest time handed out (latest())
+  uint64_t pass_now_ = 0;            // the time of the current progress() phase; 0 outside progress()
+  uint64_t last_pass_ns_ = 0;        // last_pass_ns()
+  uint64_t one_sided_requests_ = 0;  // one_sided_requests()
+  mutable uint64_t last_now_ = 0;    // the latest time handed out (latest())
   Counters cnt_;
   wire::RxDropCounters drops_;
   cc::Params rp_params_;  // cfg_.cc_params without the notification point's keys: what each QP's RP gets

@@ -284,6 +284,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
                                           : 0;
   if (need && !(attr_.qp_access_flags & need))
     return resp_fail(psn, kNakRemAccess, WcStatus::kSuccess, EventType::kQpAccessErr);
+  if (need) ++dev_->one_sided_requests_;
 
   if (m & (kOpRead | kOpAtomic)) {
     // At most max_dest_rd_atomic READ/ATOMIC requests may await their responses (the requester's

@@ -82,6 +82,45 @@ TEST(AppPolling, NotWhileAboutToBlockOnAnArmedCq) {
   EXPECT_TRUE(app_polling(a, looked, true));
 }
 
+// Polls linger once the progress thread has placed kHits one-sided requests in a row, each soon after the
+// application left its last verb; a request that came later breaks the row.
+TEST(Linger, StartsAfterARowOfRequestsSoonAfterTheApplicationLeft) {
+  Linger l(true);
+  EXPECT_EQ(l.window_ns(), 0u);
+  for (uint32_t i = 0; i + 1 < Linger::kHits; ++i) l.request_while_away(20'000);
+  EXPECT_EQ(l.window_ns(), 0u) << "one short of the row";
+  l.request_while_away(Linger::kHitNs + 1);
+  l.request_while_away(20'000);
+  EXPECT_EQ(l.window_ns(), 0u) << "a late request started the row again";
+  for (uint32_t i = 1; i < Linger::kHits; ++i) l.request_while_away(Linger::kHitNs);
+  EXPECT_EQ(l.window_ns(), Linger::kWindowNs);
+  l.lingered(true);
+  EXPECT_EQ(l.window_ns(), Linger::kWindowNs) << "a linger that caught one goes on";
+
+  Linger off(false);  // UROCE_LINGER=0
+  for (uint32_t i = 0; i < Linger::kHits; ++i) off.request_while_away(1'000);
+  EXPECT_EQ(off.window_ns(), 0u);
+}
+
+// A linger that catches nothing, or a request the thread had to place while polls lingered, stops it; it
+// starts again only after a new row.
+TEST(Linger, StopsOnAMissOrARequestItDidNotCover) {
+  const auto started = [] {
+    Linger l(true);
+    for (uint32_t i = 0; i < Linger::kHits; ++i) l.request_while_away(5'000);
+    return l;
+  };
+  Linger a = started();
+  ASSERT_NE(a.window_ns(), 0u);
+  a.lingered(false);
+  EXPECT_EQ(a.window_ns(), 0u);
+  a.request_while_away(5'000);
+  EXPECT_EQ(a.window_ns(), 0u) << "a new row is needed";
+  Linger b = started();
+  b.request_while_away(5'000);
+  EXPECT_EQ(b.window_ns(), 0u) << "the thread placed one while polls lingered";
+}
+
 TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
   EXPECT_EQ(away_ns(1'000, 9'000, 0, 0, 0), 8'000u) << "no turn yet";
   EXPECT_EQ(away_ns(1'000, 9'000, 2'000, 8'000, 0), 2'000u) << "a turn within the gap";
