@@ -2,7 +2,8 @@
 # memif_pair.sh UROCE TCP_PORT -- COMMAND ARGS...
 # Runs an unmodified verbs program as a server and a client in two processes, each with its own uroce device
 # (GIDs ::ffff:127.1.0.1 and ::ffff:127.1.0.2), joined by a direct DPDK memif pair. The client connects to
-# the server's out-of-band TCP port on 127.0.0.1 (loopback only). Both must exit 0.
+# the server's out-of-band TCP port on 127.0.0.1 (loopback only). Both must exit 0. With PAIR_EXPECT_COUNTER
+# set to a device counter's name, one of the two must also have counted it (UROCE_STATS_ON_EXIT's line).
 # Exits 77 (ctest SKIP) when the uroce device nodes are missing and this is not root.
 set -u
 uroce=$1 tcp=$2
@@ -28,4 +29,9 @@ wait $spid
 src=$?
 echo "== server (rc $src)"; cat "$dir/server.log"
 echo "== client (rc $crc)"; cat "$dir/client.log"
-[ $src = 0 ] && [ $crc = 0 ]
+[ $src = 0 ] && [ $crc = 0 ] || exit 1
+if [ -n "${PAIR_EXPECT_COUNTER:-}" ]; then
+  grep -q "stats:.* $PAIR_EXPECT_COUNTER=[1-9]" "$dir/server.log" "$dir/client.log" ||
+    { echo "FAIL: neither side counted $PAIR_EXPECT_COUNTER"; exit 1; }
+  echo "PASS: $(grep -ho " $PAIR_EXPECT_COUNTER=[0-9]*" "$dir/server.log" "$dir/client.log" | tr '\n' ' ')"
+fi
