@@ -477,15 +477,9 @@ uint64_t Engine::posted_locked(uint64_t entered) {
 uint32_t Engine::thread_pass_locked() {
   const uint64_t before = dev_->one_sided_requests();
   const uint32_t work = pass_locked();
-  // A one-sided request this thread placed while no application thread was inside a verb: how long after
-  // the application's last call it came decides whether polls linger for the next ones.
   if (dev_->one_sided_requests() != before && !app_inside_.load(std::memory_order_relaxed)) {
-    const uint64_t left = app_last_ns_.load(std::memory_order_relaxed);
-    const uint64_t now = clock_.now_ns_unordered();
-    if (left) {
-      linger_.request_while_away(now > left ? now - left : 0);
-      linger_window_.store(linger_.window_ns(), std::memory_order_relaxed);
-    }
+    linger_.thread_placed();
+    linger_window_.store(linger_.window_ns(), std::memory_order_relaxed);
   }
   return work;
 }
@@ -509,6 +503,10 @@ uint64_t Engine::linger(uint64_t from) {
     if (caught || now >= until) {
       dev_->count(caught ? Counter::kLingersCaught : Counter::kLingersMissed);
       linger_.lingered(caught);
+      // What the application does next is told from here: the request just caught is not one placed while
+      // it was away.
+      polled_count_ = dev_->one_sided_requests();
+      polled_ns_ = now;
       const uint64_t window = linger_.window_ns();
       linger_window_.store(window, std::memory_order_relaxed);
       lock.unlock();

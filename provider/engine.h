@@ -132,12 +132,25 @@ class Engine {
   // (DpdkPort::linger), reports the stats when asked to.
   void at_exit();
 
-  // A poll, under mu(), before its pass: whether it should linger for a one-sided request if it returns
-  // completions (Linger in progress_policy.h), and if so the count of those placed so far, for linger();
-  // kNoLinger otherwise.
+  // A datapath verb entered at `entered`, under mu(), before its own pass: the first after a poll that
+  // returned completions tells Linger (progress_policy.h) what the application did in between.
+  void verb_entered_locked(uint64_t entered) {
+    if (polled_count_ == kNoLinger) return;
+    linger_.returned(entered > polled_ns_ && entered - polled_ns_ > kAppGapNs,
+                     dev_->one_sided_requests() != polled_count_);
+    polled_count_ = kNoLinger;
+    linger_window_.store(linger_.window_ns(), std::memory_order_relaxed);
+  }
+  // One-sided requests placed so far, under mu(): a poll reads it before its own pass.
+  uint64_t one_sided_requests_locked() const { return dev_->one_sided_requests(); }
+  // A poll that returns completions, under mu(), after its pass (before: the count it read before its
+  // pass): `before` for linger(), or kNoLinger when polls do not linger now. A request its own pass placed
+  // counts as caught (the peer's WRITE came with the ACK the completion waited for).
   static constexpr uint64_t kNoLinger = ~uint64_t{0};
-  uint64_t linger_from_locked() const {
-    return linger_window_.load(std::memory_order_relaxed) ? dev_->one_sided_requests() : kNoLinger;
+  uint64_t polled_completions_locked(uint64_t before) {
+    polled_count_ = dev_->one_sided_requests();
+    polled_ns_ = clock_.now_ns_unordered();
+    return linger_window_.load(std::memory_order_relaxed) ? before : kNoLinger;
   }
   // Then, without mu(): runs passes until one placed a one-sided request or the window is over. Returns
   // when it stopped (0: it did not linger), the calling verb's leaving time.
@@ -224,10 +237,12 @@ class Engine {
   glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port
   const FastClock& clock_ = fast_clock();  // one per process: the CM service's deadlines are compared with it
   std::unique_ptr<Device> dev_;
-  std::unique_ptr<NetdevLink> netdev_;      // UROCE_NETDEV only; stopped before dev_ goes
-  PassHook* hook_ = nullptr;                // under mu_
-  PostCoalescer coalescer_;                 // under mu_
-  Linger linger_;                           // under mu_
+  std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes
+  PassHook* hook_ = nullptr;            // under mu_
+  PostCoalescer coalescer_;             // under mu_
+  Linger linger_;                       // under mu_
+  uint64_t polled_count_ = kNoLinger;   // under mu_: verb_entered_locked()
+  uint64_t polled_ns_ = 0;
   std::atomic<uint64_t> linger_window_{0};  // linger_.window_ns(), for a poll to read without mu_
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};

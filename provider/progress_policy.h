@@ -159,49 +159,67 @@ class PostCoalescer {
   uint64_t off_ns_ = kOffNs;
 };
 
-// Verbs that linger for a one-sided request (engine.h), as a NIC would place it without the application.
+// Polls that linger for a one-sided request (engine.h), as a NIC would place it without the application.
 // An application that polls its CQ and then spins on memory for the peer's WRITE (ib_write_lat: post,
 // poll for the completion, spin) calls no verb until that WRITE has been placed, so the progress thread
 // places it: woken by memif's bell, at the cost of a wake-up and a context switch (10-30 us on a 2-CPU VM,
-// and the scheduler's eligibility waits at the tail). When the one-sided requests aimed at this device
-// keep arriving while the application is away, soon after it left its last verb, a poll that returns
+// and the scheduler's eligibility waits at the tail). The pattern shows at the application's next verb
+// after a poll that returned completions: it was away (more than a short gap), and a one-sided request
+// aimed at the device was placed meanwhile. After kHits such returns in a row, a poll that returns
 // completions lingers: before returning, the calling thread, which would only spin on memory next, runs
-// passes for up to kWindowNs and returns as soon as one placed a request. Starts after kHits requests in a
-// row placed by the thread, each within kHitNs of the application's last call. A linger that catches
-// nothing stops it (the application's pattern
-// changed; it paid one window), and so does a request the thread had to place while it was on. A polling
-// application never starts it: the requests then arrive while it is inside a verb. While it is on, the
-// progress thread leaves the bell unarmed and naps kLingeringNapNs. Under the device lock.
+// passes for up to kWindowNs and returns as soon as one placed a request. A return after an absence with
+// no request placed breaks the row (the application computed or slept); a quick return is neither (it
+// polls). A linger that catches nothing stops it (the application's pattern changed; it paid one window),
+// and so do requests the progress thread keeps placing with no linger catching one between them (the
+// application no longer polls between them). While it is on, the progress thread leaves the bell unarmed
+// and naps kLingeringNapNs. A polling application never starts it, nor a passive target (ib_write_bw's
+// server: no polls). Under the device lock.
 constexpr uint64_t kLingeringNapNs = 5'000'000;
 class Linger {
  public:
-  static constexpr uint64_t kHitNs = 100'000, kWindowNs = 30'000;
+  static constexpr uint64_t kWindowNs = 30'000;
   static constexpr uint32_t kHits = 4;
 
   explicit Linger(bool enabled) : enabled_(enabled) {}
-  // The progress thread placed a one-sided request after_ns after an application thread left its last verb
-  // (none inside since).
-  void request_while_away(uint64_t after_ns) {
-    if (on_ || after_ns > kHitNs) {  // on: the lingering polls did not cover it
-      on_ = false;
+  // The application's first verb after a poll that returned completions: whether it had been away, and
+  // whether a one-sided request was placed since that poll.
+  void returned(bool away, bool request_placed) {
+    if (on_ || !away) return;
+    if (!request_placed) {
       hits_ = 0;
       return;
     }
-    if (++hits_ >= kHits && enabled_) on_ = true;
+    if (++hits_ >= kHits && enabled_) {
+      on_ = true;
+      caught_since_ = 1;
+    }
+  }
+  // The progress thread placed a one-sided request while no application thread was inside a verb.
+  void thread_placed() {
+    if (!on_) return;
+    // It looked just as a request waited: chance, if polls have caught requests since its last such find.
+    if (caught_since_ == 0) off();
+    caught_since_ = 0;
   }
   // A linger ended, with a request placed during it or not.
   void lingered(bool caught) {
-    if (caught) return;
-    on_ = false;
-    hits_ = 0;
+    if (caught)
+      ++caught_since_;
+    else
+      off();
   }
-  // How long a poll lingers now (0: it returns at once).
+  // How long a poll that returns completions lingers now (0: it returns at once).
   uint64_t window_ns() const { return on_ ? kWindowNs : 0; }
 
  private:
+  void off() {
+    on_ = false;
+    hits_ = 0;
+  }
   const bool enabled_;
   bool on_ = false;
   uint32_t hits_ = 0;
+  uint32_t caught_since_ = 0;  // lingers that caught one since the thread last found a request waiting
 };
 
 }  // namespace uroce::provider

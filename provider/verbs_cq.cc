@@ -108,9 +108,8 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   std::unique_lock lock(e.mu(), std::try_to_lock);
   const bool pass = lock.owns_lock();
   if (!pass) lock.lock();
-  // Read before this poll's own pass: a request that pass places counts for a linger after it (the peer's
-  // WRITE came with the ACK the completion waited for).
-  const uint64_t linger_from = e.linger_from_locked();
+  e.verb_entered_locked(call.entered());
+  const uint64_t placed_before = e.one_sided_requests_locked();
   if (pass) call.saw(e.progress_locked(call.entered()));
   UCq* q = ucq(ibv);
   int total = 0;
@@ -120,9 +119,10 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
     total += got;
     if (got < UCq::kBatch) break;
   }
-  lock.unlock();
   // A poll that found its completions is where an application that goes on to spin on memory leaves.
-  if (const uint64_t t = e.linger(total ? linger_from : Engine::kNoLinger)) call.saw(t);
+  const uint64_t linger_from = total ? e.polled_completions_locked(placed_before) : Engine::kNoLinger;
+  lock.unlock();
+  if (const uint64_t t = e.linger(linger_from)) call.saw(t);
   after_poll(total != 0);
   return total;
 }

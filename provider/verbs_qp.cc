@@ -308,6 +308,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   const bool xrc = ibv->qp_type == IBV_QPT_XRC_SEND;
   Engine::AppCall call(e);
   std::lock_guard lock(e.mu());
+  e.verb_entered_locked(call.entered());
   int err = 0;
   for (; wr; wr = wr->next) {
     if (__builtin_expect(wr->num_sge < 0, 0)) {

@@ -82,43 +82,53 @@ TEST(AppPolling, NotWhileAboutToBlockOnAnArmedCq) {
   EXPECT_TRUE(app_polling(a, looked, true));
 }
 
-// Polls linger once the progress thread has placed kHits one-sided requests in a row, each soon after the
-// application left its last verb; a request that came later breaks the row.
-TEST(Linger, StartsAfterARowOfRequestsSoonAfterTheApplicationLeft) {
+// Polls linger once the application has come back kHits times in a row, after a poll that returned
+// completions, from an absence in which a one-sided request was placed. An absence without one breaks the
+// row; a quick return (a polling application) neither counts nor breaks it.
+TEST(Linger, StartsAfterARowOfAbsencesThatEachSawARequest) {
   Linger l(true);
   EXPECT_EQ(l.window_ns(), 0u);
-  for (uint32_t i = 0; i + 1 < Linger::kHits; ++i) l.request_while_away(20'000);
-  EXPECT_EQ(l.window_ns(), 0u) << "one short of the row";
-  l.request_while_away(Linger::kHitNs + 1);
-  l.request_while_away(20'000);
-  EXPECT_EQ(l.window_ns(), 0u) << "a late request started the row again";
-  for (uint32_t i = 1; i < Linger::kHits; ++i) l.request_while_away(Linger::kHitNs);
+  for (uint32_t i = 0; i + 1 < Linger::kHits; ++i) l.returned(true, true);
+  l.returned(false, true);
+  l.returned(false, false);
+  EXPECT_EQ(l.window_ns(), 0u) << "one short of the row; quick returns count for nothing";
+  l.returned(true, false);
+  l.returned(true, true);
+  EXPECT_EQ(l.window_ns(), 0u) << "an absence with no request started the row again";
+  for (uint32_t i = 1; i < Linger::kHits; ++i) l.returned(true, true);
   EXPECT_EQ(l.window_ns(), Linger::kWindowNs);
   l.lingered(true);
-  EXPECT_EQ(l.window_ns(), Linger::kWindowNs) << "a linger that caught one goes on";
+  l.returned(true, false);
+  EXPECT_EQ(l.window_ns(), Linger::kWindowNs) << "on, only lingers and the thread's finds decide";
 
   Linger off(false);  // UROCE_LINGER=0
-  for (uint32_t i = 0; i < Linger::kHits; ++i) off.request_while_away(1'000);
+  for (uint32_t i = 0; i < Linger::kHits; ++i) off.returned(true, true);
   EXPECT_EQ(off.window_ns(), 0u);
 }
 
-// A linger that catches nothing, or a request the thread had to place while polls lingered, stops it; it
-// starts again only after a new row.
-TEST(Linger, StopsOnAMissOrARequestItDidNotCover) {
+// A linger that catches nothing stops it, and so do requests the progress thread keeps finding with no
+// linger catching one in between; it starts again only after a new row.
+TEST(Linger, StopsOnAMissOrWhenTheThreadKeepsPlacingTheRequests) {
   const auto started = [] {
     Linger l(true);
-    for (uint32_t i = 0; i < Linger::kHits; ++i) l.request_while_away(5'000);
+    for (uint32_t i = 0; i < Linger::kHits; ++i) l.returned(true, true);
     return l;
   };
   Linger a = started();
   ASSERT_NE(a.window_ns(), 0u);
   a.lingered(false);
   EXPECT_EQ(a.window_ns(), 0u);
-  a.request_while_away(5'000);
+  a.returned(true, true);
   EXPECT_EQ(a.window_ns(), 0u) << "a new row is needed";
+  // The thread may look just as a request waits between two lingers: that alone stops nothing.
   Linger b = started();
-  b.request_while_away(5'000);
-  EXPECT_EQ(b.window_ns(), 0u) << "the thread placed one while polls lingered";
+  b.thread_placed();
+  EXPECT_NE(b.window_ns(), 0u) << "the first find after the start";
+  b.lingered(true);
+  b.thread_placed();
+  EXPECT_NE(b.window_ns(), 0u) << "a linger caught one since";
+  b.thread_placed();
+  EXPECT_EQ(b.window_ns(), 0u) << "the thread places them and no poll lingers";
 }
 
 TEST(AwayNs, LessTheProgressThreadsTurnOnItsCpu) {
