@@ -70,9 +70,26 @@ class Multicast : public ::testing::Test {
     return h;
   }
 
+  // A signaled UD SEND of `s` to the multicast QPN of kGroup (address vector av_, hop limit 1), as mckey
+  // posts it.
+  SendWr to_group_wr(const Sge* s, uint64_t wr_id) {
+    av_.dgid = kGroup;
+    av_.hop_limit = 1;
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = s;
+    wr.num_sge = 1;
+    wr.send_flags = kSendSignaled;
+    wr.ah = &av_;
+    wr.remote_qpn = params::kMcastQpn;
+    wr.remote_qkey = env.opt.qkey;
+    return wr;
+  }
+
   uint64_t count(Counter c) const { return env.dev->counters()[c]; }
 
   ProtoEnv env;
+  AddressVector av_;
 };
 
 TEST(MulticastAddress, GroupsAndTheirEthernetAddresses) {
@@ -314,18 +331,8 @@ TEST_F(Multicast, ASendToAGroupGoesOutAndLoopsBackToLocalMembers) {
   post_recv(a, 1);
   post_recv(b, 2);
   env.fill(8 * kRecvBytes, 200, 9);
-  AddressVector av;
-  av.dgid = kGroup;
-  av.hop_limit = 1;
   const Sge s = env.sge(8 * kRecvBytes, 200);
-  SendWr wr;
-  wr.wr_id = 77;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.send_flags = kSendSignaled;
-  wr.ah = &av;
-  wr.remote_qpn = params::kMcastQpn;
-  wr.remote_qkey = env.opt.qkey;
+  const SendWr wr = to_group_wr(&s, 77);
   ASSERT_EQ(env.qp->post_send(wr), 0);
   const std::vector<Emitted> f = env.run();
   ASSERT_EQ(f.size(), 1u) << "one frame on the port; the local copies never reach it";
@@ -384,19 +391,8 @@ TEST_F(Multicast, AMemberThatBlocksSelfLoopbackHearsOthersButNotItself) {
   post_recv(quiet, 0);
   post_recv(b, 1);
   env.fill(8 * kRecvBytes, 100, 3);
-  AddressVector av;
-  av.dgid = kGroup;
-  av.hop_limit = 1;
   const Sge s = env.sge(8 * kRecvBytes, 100);
-  SendWr wr;
-  wr.wr_id = 5;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.send_flags = kSendSignaled;
-  wr.ah = &av;
-  wr.remote_qpn = params::kMcastQpn;
-  wr.remote_qkey = env.opt.qkey;
-  ASSERT_EQ(quiet->post_send(wr), 0);
+  ASSERT_EQ(quiet->post_send(to_group_wr(&s, 5)), 0);
   ASSERT_EQ(env.run().size(), 1u) << "the frame still goes out to the group";
   std::vector<uint32_t> got;
   for (const Wc& w : env.poll())
