@@ -343,8 +343,7 @@ void Engine::run() {
     seen.last_ns = app;
     seen.armed_at_ns = app_armed_ns_.load(std::memory_order_relaxed);
     const bool polling = app_polling(seen, looked, bell);
-    // How long application threads have polled: since the last gap that counts.
-    const uint64_t gap = bell ? seen.away_at_ns : seen.gap_at_ns;
+    const uint64_t gap = counted_gap_at(seen, bell);
     looked = now;
     uint64_t sleep_ns;
     bool backoff = false;  // a back-off nap: only a doorbell or an rx interrupt resets it

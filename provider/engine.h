@@ -141,15 +141,14 @@ class Engine {
     polled_count_ = kNoLinger;
     linger_window_.store(linger_.window_ns(), std::memory_order_relaxed);
   }
-  // One-sided requests placed so far, under mu(): a poll reads it before its own pass.
-  uint64_t one_sided_requests_locked() const { return dev_->one_sided_requests(); }
-  // A poll that returns completions, under mu(), after its pass (before: the count it read before its
-  // pass): `before` for linger(), or kNoLinger when polls do not linger now. A request its own pass placed
-  // counts as caught (the peer's WRITE came with the ACK the completion waited for).
+  // A poll that returns completions, under mu(), after its pass (before: dev().one_sided_requests() read
+  // before that pass; now: when the pass ended, or the poll's entry): `before` for linger(), or kNoLinger
+  // when polls do not linger now. A request its own pass placed counts as caught (the peer's WRITE came
+  // with the ACK the completion waited for).
   static constexpr uint64_t kNoLinger = ~uint64_t{0};
-  uint64_t polled_completions_locked(uint64_t before) {
+  uint64_t polled_completions_locked(uint64_t before, uint64_t now) {
     polled_count_ = dev_->one_sided_requests();
-    polled_ns_ = clock_.now_ns_unordered();
+    polled_ns_ = now;
     return linger_window_.load(std::memory_order_relaxed) ? before : kNoLinger;
   }
   // Then, without mu(): runs passes until one placed a one-sided request or the window is over. Returns

@@ -56,10 +56,11 @@ struct AppSeen {
   uint64_t last_ns = 0;      // when one last entered or left a datapath verb
   uint64_t armed_at_ns = 0;  // when one last armed a CQ (0: never)
 };
+// When the last gap that counts (with the bell or without) ended: how long the application has polled.
+inline uint64_t counted_gap_at(const AppSeen& a, bool bell) { return bell ? a.away_at_ns : a.gap_at_ns; }
 inline bool app_polling(const AppSeen& a, uint64_t looked_ns, bool bell) {
   if (a.armed_at_ns && a.last_ns < a.armed_at_ns + kArmGraceNs) return false;
-  if (bell) return (a.inside || a.quiet_ns < kAppAwayNs) && a.away_at_ns < looked_ns;
-  return (a.inside || a.quiet_ns < kAppGapNs) && a.gap_at_ns < looked_ns;
+  return (a.inside || a.quiet_ns < (bell ? kAppAwayNs : kAppGapNs)) && counted_gap_at(a, bell) < looked_ns;
 }
 
 // Of the time from an application thread's last verb call (last_ns) to its next (now_ns), the part it was

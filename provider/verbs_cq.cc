@@ -109,8 +109,9 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
   const bool pass = lock.owns_lock();
   if (!pass) lock.lock();
   e.verb_entered_locked(call.entered());
-  const uint64_t placed_before = e.one_sided_requests_locked();
-  if (pass) call.saw(e.progress_locked(call.entered()));
+  const uint64_t placed_before = e.dev().one_sided_requests();
+  const uint64_t passed = pass ? e.progress_locked(call.entered()) : 0;
+  call.saw(passed);
   UCq* q = ucq(ibv);
   int total = 0;
   while (total < n) {
@@ -120,7 +121,9 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
     if (got < UCq::kBatch) break;
   }
   // A poll that found its completions is where an application that goes on to spin on memory leaves.
-  const uint64_t linger_from = total ? e.polled_completions_locked(placed_before) : Engine::kNoLinger;
+  const uint64_t linger_from =
+      total ? e.polled_completions_locked(placed_before, passed ? passed : call.entered())
+            : Engine::kNoLinger;
   lock.unlock();
   if (const uint64_t t = e.linger(linger_from)) call.saw(t);
   after_poll(total != 0);
