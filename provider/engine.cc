@@ -24,6 +24,7 @@
 #include "provider/progress_policy.h"
 #include "provider/sleeper.h"
 #include "runtime/env_vars.h"
+#include "runtime/yield_backoff.h"
 #include "transport/wire/address.h"
 
 namespace uroce::provider {
@@ -96,12 +97,14 @@ std::string load_engine_config(const std::string& ibdev, EngineConfig* cfg) {
   cfg->min_nap_ns = us * 1000;
   cfg->tx_coalesce = runtime::env_flag("UROCE_TX_COALESCE", true);
   cfg->linger = runtime::env_flag("UROCE_LINGER", true);
+  cfg->poll_yield = runtime::env_flag("UROCE_POLL_YIELD", false);
   return "";
 }
 
 Engine::Engine(const EngineConfig& cfg)
     : coalescer_(cfg.tx_coalesce),
-      linger_(cfg.linger),
+      linger_(cfg.linger, cfg.poll_yield),
+      poll_yield_(cfg.poll_yield),
       sched_want_(cfg.sched),
       spin_ns_(cfg.spin_ns),
       min_nap_ns_(cfg.min_nap_ns) {
@@ -487,6 +490,7 @@ uint64_t Engine::linger(uint64_t from) {
   if (from == kNoLinger) return 0;
   const uint64_t start = clock_.now_ns_unordered();
   const uint64_t until = start + linger_window_.load(std::memory_order_relaxed);
+  thread_local runtime::YieldBackoff backoff;
   uint64_t now = start;
   bool caught = false;
   for (;;) {
@@ -514,7 +518,10 @@ uint64_t Engine::linger(uint64_t from) {
       return now;
     }
     if (lock.owns_lock()) lock.unlock();
-    __builtin_ia32_pause();
+    if (poll_yield_ && now - start > runtime::YieldBackoff::kSpinFirstNs)
+      backoff.yield(now);  // through uroced: the switch may need this core to bring the WRITE
+    else
+      __builtin_ia32_pause();
   }
 }
 

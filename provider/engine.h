@@ -93,6 +93,9 @@ struct EngineConfig {
   // UROCE_LINGER: a poll lingers for a one-sided request while the application's pattern asks for it
   // (progress_policy.h's Linger).
   bool linger = true;
+  // UROCE_POLL_YIELD: a waiting poller yields its core after a while (`uroce run` through uroced sets it:
+  // the switch shares the cores with the applications).
+  bool poll_yield = false;
 };
 
 // Reads UROCE_* settings and the device's GID from the fake sysfs tree of `ibdev`. Returns "" or an error
@@ -154,6 +157,8 @@ class Engine {
   // Then, without mu(): runs passes until one placed a one-sided request or the window is over. Returns
   // when it stopped (0: it did not linger), the calling verb's leaving time.
   uint64_t linger(uint64_t from);
+  // Whether a poller that waits gives up its core after a while (EngineConfig::poll_yield).
+  bool poll_yield() const { return poll_yield_; }
 
   // Makes the progress thread look again (frames arrived, work was posted for a one-sided target).
   void wake();
@@ -240,6 +245,7 @@ class Engine {
   PassHook* hook_ = nullptr;            // under mu_
   PostCoalescer coalescer_;             // under mu_
   Linger linger_;                       // under mu_
+  const bool poll_yield_;               // EngineConfig::poll_yield
   uint64_t polled_count_ = kNoLinger;   // under mu_: verb_entered_locked()
   uint64_t polled_ns_ = 0;
   std::atomic<uint64_t> linger_window_{0};  // linger_.window_ns(), for a poll to read without mu_

@@ -174,14 +174,19 @@ class PostCoalescer {
 // and so do requests the progress thread keeps placing with no linger catching one between them (the
 // application no longer polls between them). While it is on, the progress thread leaves the bell unarmed
 // and naps kLingeringNapNs. A polling application never starts it, nor a passive target (ib_write_bw's
-// server: no polls). Under the device lock.
+// server: no polls). Through uroced (UROCE_POLL_YIELD=1) the peer's WRITE crosses a switch that shares the
+// cores with both ends, and a quarter to a half of the lingers missed it at kWindowNs: there a poll lingers
+// for kSharedWindowNs and yields its core while it waits (Engine::linger), so that the switch runs. Under
+// the device lock.
 constexpr uint64_t kLingeringNapNs = 5'000'000;
 class Linger {
  public:
-  static constexpr uint64_t kWindowNs = 30'000;
+  static constexpr uint64_t kWindowNs = 30'000, kSharedWindowNs = 200'000;
   static constexpr uint32_t kHits = 4;
 
-  explicit Linger(bool enabled) : enabled_(enabled) {}
+  // `shared`: the frames go through a switch on the same cores (UROCE_POLL_YIELD=1).
+  explicit Linger(bool enabled, bool shared = false)
+      : enabled_(enabled), window_ns_(shared ? kSharedWindowNs : kWindowNs) {}
   // The application's first verb after a poll that returned completions: whether it had been away, and
   // whether a one-sided request was placed since that poll.
   void returned(bool away, bool request_placed) {
@@ -210,7 +215,7 @@ class Linger {
       off();
   }
   // How long a poll that returns completions lingers now (0: it returns at once).
-  uint64_t window_ns() const { return on_ ? kWindowNs : 0; }
+  uint64_t window_ns() const { return on_ ? window_ns_ : 0; }
 
  private:
   void off() {
@@ -218,6 +223,7 @@ class Linger {
     hits_ = 0;
   }
   const bool enabled_;
+  const uint64_t window_ns_;
   bool on_ = false;
   uint32_t hits_ = 0;
   uint32_t caught_since_ = 0;  // lingers that caught one since the thread last found a request waiting

@@ -67,33 +67,22 @@ int destroy_cq(ibv_cq* ibv) {
   return 0;
 }
 
-constexpr uint64_t kYieldAfterNs = 8'000;
-
-bool yield_when_idle() {
-  static const bool on = [] {
-    const char* v = std::getenv("UROCE_POLL_YIELD");  // `uroce run --port uroced` sets it
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
 // Called after every CQ poll, without the device lock. With UROCE_POLL_YIELD=1, a thread that has found
 // nothing for a while lets other runnable threads have its core: through uroced, the switch is a third busy
 // process, and with more busy pollers than cores the frame this thread waits for sits in uroced until it
 // gets a core (ib_send_lat through uroced: median 55-87 us without, 11-15 us with). Not sooner than
-// kYieldAfterNs (a direct peer answers within microseconds and a yield that overlaps the answer delays it),
-// and off by default: over a direct pair it cost ib_write_bw ~15%. sched_yield returns at once when nothing
-// else wants the core.
-void after_poll(bool found) {
+// YieldBackoff::kSpinFirstNs, and off by default: over a direct pair it cost ib_write_bw ~15%. sched_yield
+// returns at once when nothing else wants the core.
+void after_poll(const Engine& e, bool found) {
   thread_local uint64_t empty_since = 0;
   thread_local runtime::YieldBackoff backoff;
   if (found) {
     empty_since = 0;
-  } else if (yield_when_idle()) {
+  } else if (e.poll_yield()) {
     const uint64_t now = SteadyClock().now_ns();
     if (empty_since == 0) {
       empty_since = now;
-    } else if (now - empty_since > kYieldAfterNs) {
+    } else if (now - empty_since > runtime::YieldBackoff::kSpinFirstNs) {
       backoff.yield(now);  // backs off when the core went to a process with work of its own
     }
   }
@@ -126,7 +115,7 @@ int poll_cq(ibv_cq* ibv, int n, ibv_wc* wc) {
             : Engine::kNoLinger;
   lock.unlock();
   if (const uint64_t t = e.linger(linger_from)) call.saw(t);
-  after_poll(total != 0);
+  after_poll(e, total != 0);
   return total;
 }
 
@@ -172,7 +161,7 @@ int next_poll(ibv_cq_ex* cq) {
 int start_poll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   if (attr && attr->comp_mask) return EINVAL;
   const int rc = next_poll(cq);
-  after_poll(rc == 0);
+  after_poll(engine(cq->context), rc == 0);
   return rc;
 }
 void end_poll(ibv_cq_ex*) {}

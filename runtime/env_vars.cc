@@ -46,7 +46,8 @@ constexpr EnvVar kVars[] = {
   {"UROCE_CONTROL", kFlag, "0|1", 0, 0, "1", "provider",
    "0: no control socket (uroce stats and uroce capture cannot reach the process)"},
   {"UROCE_POLL_YIELD", kFlag, "0|1", 0, 0, "0 (1 under uroce run through uroced)", "provider",
-   "1: a CQ poller that has found nothing for 8 us yields its core"},
+   "1: a CQ poller that has found nothing for 8 us yields its core, and a poll lingering for the peer's "
+   "WRITE waits up to 200 us instead of 30, yielding after 8 us"},
   {"UROCE_ENGINE_SCHED", kChoice, "slice|boost|none", 0, 0, "slice", "provider",
    "slice: the progress thread and DPDK's interrupt thread ask for a 100 us EEVDF slice, so that they "
    "preempt spinning pollers when they wake (docs/latency.md); boost: that and nice -10 (needs "

@@ -15,6 +15,9 @@ namespace uroce::runtime {
 class YieldBackoff {
  public:
   static constexpr uint64_t kLongNs = 1'000'000, kOffNs = 20'000'000;
+  // How long a waiting thread spins before it yields: a direct peer answers within microseconds, and a
+  // yield that overlaps the answer delays it.
+  static constexpr uint64_t kSpinFirstNs = 8'000;
 
   // The std::chrono::steady_clock reading in nanoseconds that yield() expects.
   static uint64_t now_ns() {

@@ -106,6 +106,20 @@ TEST(Linger, StartsAfterARowOfAbsencesThatEachSawARequest) {
   EXPECT_EQ(off.window_ns(), 0u);
 }
 
+// Through uroced the peer's WRITE crosses a switch on the same cores: a linger waits longer for it there.
+TEST(Linger, WaitsLongerWhenTheSwitchSharesTheCores) {
+  Linger direct(true), shared(true, /*shared=*/true);
+  for (uint32_t i = 0; i < Linger::kHits; ++i) {
+    direct.returned(true, true);
+    shared.returned(true, true);
+  }
+  EXPECT_EQ(direct.window_ns(), Linger::kWindowNs);
+  EXPECT_EQ(shared.window_ns(), Linger::kSharedWindowNs);
+  EXPECT_GT(Linger::kSharedWindowNs, Linger::kWindowNs);
+  shared.lingered(false);
+  EXPECT_EQ(shared.window_ns(), 0u) << "a miss stops it there too";
+}
+
 // A linger that catches nothing stops it, and so do requests the progress thread keeps finding with no
 // linger catching one in between; it starts again only after a new row.
 TEST(Linger, StopsOnAMissOrWhenTheThreadKeepsPlacingTheRequests) {
