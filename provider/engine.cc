@@ -490,7 +490,6 @@ uint64_t Engine::linger(uint64_t from) {
   if (from == kNoLinger) return 0;
   const uint64_t start = clock_.now_ns_unordered();
   const uint64_t until = start + linger_window_.load(std::memory_order_relaxed);
-  thread_local runtime::YieldBackoff backoff;
   uint64_t now = start;
   bool caught = false;
   for (;;) {
@@ -518,8 +517,9 @@ uint64_t Engine::linger(uint64_t from) {
       return now;
     }
     if (lock.owns_lock()) lock.unlock();
+    // Through uroced, the switch may need this core to bring the WRITE.
     if (poll_yield_ && now - start > runtime::YieldBackoff::kSpinFirstNs)
-      backoff.yield(now);  // through uroced: the switch may need this core to bring the WRITE
+      runtime::YieldBackoff::this_thread().yield(now);
     else
       __builtin_ia32_pause();
   }

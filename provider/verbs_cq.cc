@@ -75,7 +75,6 @@ int destroy_cq(ibv_cq* ibv) {
 // returns at once when nothing else wants the core.
 void after_poll(const Engine& e, bool found) {
   thread_local uint64_t empty_since = 0;
-  thread_local runtime::YieldBackoff backoff;
   if (found) {
     empty_since = 0;
   } else if (e.poll_yield()) {
@@ -83,7 +82,8 @@ void after_poll(const Engine& e, bool found) {
     if (empty_since == 0) {
       empty_since = now;
     } else if (now - empty_since > runtime::YieldBackoff::kSpinFirstNs) {
-      backoff.yield(now);  // backs off when the core went to a process with work of its own
+      // Backs off when the core went to a process with work of its own.
+      runtime::YieldBackoff::this_thread().yield(now);
     }
   }
 }

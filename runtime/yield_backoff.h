@@ -25,6 +25,12 @@ class YieldBackoff {
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
   }
+  // The calling thread's: what one of its yields found (the core went elsewhere for long) holds for all of
+  // the places it waits in.
+  static YieldBackoff& this_thread() {
+    thread_local YieldBackoff backoff;
+    return backoff;
+  }
   // Yields unless backing off. `now_ns` is a now_ns() (or SteadyClock) reading taken just before.
   void yield(uint64_t now_ns) {
     if (now_ns < off_until_) return;
