@@ -4,6 +4,9 @@
 //     application or the progress thread runs them between messages, with N connected idle RC QPs.
 //   - BM_WriteAndAck/N: a 64-byte RDMA WRITE posted on one QP, sent, acknowledged and polled, with N idle
 //     QPs beside it (the device on a capture port: no wire, no peer process).
+//   - BM_SendBurst: the requester's cost per message as ib_send_bw 64 B loads it: a burst of 32 SENDs of 64
+//     bytes (the last one signaled) posted, built, handed to a port that keeps nothing, acknowledged by one
+//     ACK and polled. Items are messages.
 // An application with many connections (MPI, UCX) has most of them idle at any moment; a pass should cost
 // the same for it as for one with a single QP.
 //
@@ -62,6 +65,30 @@ void BM_WriteAndAck(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_SendBurst(benchmark::State& state) {
+  constexpr uint32_t kBurst = 32;
+  auto env = env_with_idle(0);
+  if (!env) return state.SkipWithError("QP setup failed");
+  env->port.keep_sent = false;
+  uint32_t psn = env->opt.sq_psn;
+  Wc wc[16];
+  for (auto _ : state) {
+    for (uint32_t i = 0; i < kBurst; ++i)
+      if (env->post(WrOpcode::kSend, 64 * i, 64, i, 0, 0, i + 1 == kBurst ? uint32_t{kSendSignaled} : 0u) !=
+          0)
+        return state.SkipWithError("post failed");
+    while (env->dev->progress()) {
+    }
+    psn = (psn + kBurst - 1) & 0xFFFFFF;
+    env->inject_ack(psn);
+    psn = (psn + 1) & 0xFFFFFF;
+    env->dev->progress();
+    if (env->cq->poll(16, wc) != 1) return state.SkipWithError("no completion");
+  }
+  state.SetItemsProcessed(state.iterations() * kBurst);
+}
+BENCHMARK(BM_SendBurst)->Repetitions(kRepetitions)->ReportAggregatesOnly();
 
 // 0 idle QPs is each benchmark's same-run baseline.
 void idle_qp_counts(benchmark::internal::Benchmark* b) {

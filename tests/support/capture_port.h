@@ -68,6 +68,8 @@ class CapturePort final : public PacketIo {
 
   // While set, tx_burst takes nothing (a full transmit ring): frames stay with the device.
   bool refuse_tx = false;
+  // While cleared, tx_burst takes frames without recording them (a wire nobody watches; benchmarks).
+  bool keep_sent = true;
 
   // Buffers in the pool, i.e. not held by the device: equals pool_size() when nothing leaked.
   uint32_t free_buffers() const { return static_cast<uint32_t>(free_.size()); }
