@@ -58,18 +58,27 @@ int Qp::post_send(const SendWr& wr) {
     if (int e = dev_->mrs_.bind_static_check(wr.bind, pd_)) return e;
 
   const uint32_t slot = post_idx_ & sq_mask_;
+  // Every field is written here rather than by assigning a fresh SendWqe: zeroing the whole slot first was
+  // a third of this function's time in an ib_send_bw 64 B sender. The address vector and the bind request
+  // are read only by UD sends and binds, so only those copy them.
+  static_assert(sizeof(SendWqe) == 184, "a new SendWqe field must be set below");
   SendWqe& w = sq_[slot];
-  w = SendWqe{};
   w.wr_id = wr.wr_id;
-  w.opcode = wr.opcode;
-  w.flags = wr.send_flags;
-  w.imm_be = wr.imm_data_be;
   w.remote_addr = wr.remote_addr;
-  w.rkey = wr.rkey;
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
   w.length = len;
-  w.bind = wr.bind;
+  w.atomic_orig = 0;
+  w.rkey = wr.rkey;
+  w.imm_be = wr.imm_data_be;
+  w.flags = wr.send_flags;
+  w.first_psn = 0;
+  w.npkts = 0;
+  w.read_done = 0;
+  w.opcode = wr.opcode;
+  w.state = WqeState::kPosted;
+  w.status = WcStatus::kSuccess;
+  if (wr.opcode == WrOpcode::kBindMw) w.bind = wr.bind;
   w.xrc_srqn = wr.xrc_srqn & kPsnMask;
   const uint32_t sge_per = attr_.cap.max_send_sge ? attr_.cap.max_send_sge : 1;
   Sge* sge = &sq_sges_[static_cast<size_t>(slot) * sge_per];
@@ -91,6 +100,9 @@ int Qp::post_send(const SendWr& wr) {
     w.av = *wr.ah;
     w.remote_qpn = wr.remote_qpn & kPsnMask;
     w.remote_qkey = wr.remote_qkey;
+  } else {
+    w.remote_qpn = 0;
+    w.remote_qkey = 0;
   }
   ++post_idx_;
   if (st == QpState::kErr) flush();
