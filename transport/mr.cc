@@ -377,6 +377,19 @@ uint32_t sge_gather_crc(const MrTable& mrs, const Sge* sge, uint32_t num_sge, ui
   return crc;
 }
 
+void sge_gather(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
+                uint32_t len) {
+  walk(sge, num_sge, offset, len, [&](const Sge& s, uint64_t off, uint32_t n) {
+    bool odp;
+    const uint8_t* p = sge_host(mrs, s, off, &odp);
+    if (p && !odp)
+      std::memcpy(dst, p, n);
+    else if (!p || !odp_copy(dst, reinterpret_cast<uint64_t>(p), n, false))
+      std::memset(dst, 0, n);
+    dst += n;
+  });
+}
+
 bool sge_scatter(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src,
                  uint32_t len) {
   bool ok = true;

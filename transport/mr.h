@@ -217,6 +217,9 @@ void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_
 // out as zeros. sge_scatter returns false when some bytes could not be placed.
 uint32_t sge_gather_crc(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
                         uint32_t len, uint32_t crc);
+// sge_gather_crc without the CRC.
+void sge_gather(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
+                uint32_t len);
 bool sge_scatter(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src,
                  uint32_t len);
 

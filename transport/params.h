@@ -38,6 +38,9 @@ constexpr uint32_t kMaxMcastQpAttach = 56;
 constexpr uint32_t kMaxTotalMcastQpAttach = 0x70000;
 
 // Datapath tuning.
+// A frame with at most this much payload has its payload copied, then the frame checksummed in one pass;
+// a longer one is checksummed as its payload is copied (after a pass over its headers).
+constexpr uint32_t kSealWholeFrame = 256;
 constexpr uint32_t kTxBudgetPerQp = 16;   // packets one QP may send per progress pass (round-robin fairness)
 constexpr uint32_t kAckReqEvery = 16;     // requester sets AckReq at least every this many packets
 constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at least this often

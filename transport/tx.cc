@@ -24,10 +24,16 @@ bool Qp::emit(const wire::PacketHeaders& h, const Sge* sge, uint32_t num_sge, ui
   } else {
     hl = wire::build_headers(h, len, buf->data);
   }
-  // Payload gathered from registered memory and checksummed in one pass.
-  const uint32_t crc = sge_gather_crc(dev_->mrs_, sge, num_sge, offset, buf->data + hl, len,
-                                      wire::icrc_after_headers(buf->data, hl));
-  wire::finish_trailer(crc, len, buf->data + hl + len);
+  if (len <= params::kSealWholeFrame) {
+    // A short payload is copied, then the whole frame checksummed in one pass.
+    sge_gather(dev_->mrs_, sge, num_sge, offset, buf->data + hl, len);
+    wire::seal_frame(buf->data, hl, len);
+  } else {
+    // Payload gathered from registered memory and checksummed in one pass.
+    const uint32_t crc = sge_gather_crc(dev_->mrs_, sge, num_sge, offset, buf->data + hl, len,
+                                        wire::icrc_after_headers(buf->data, hl));
+    wire::finish_trailer(crc, len, buf->data + hl + len);
+  }
   buf->len = static_cast<uint16_t>(hl + len + wire::trailer_len(len));
 
   const uint64_t now = dev_->now();

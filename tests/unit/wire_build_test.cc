@@ -77,6 +77,60 @@ TEST(FrameBuilder, PayloadInPiecesGivesTheSameFrameAsContiguous) {
   EXPECT_EQ(joined, expected);
 }
 
+TEST(FrameBuilder, SealingAFrameInPlaceGivesTheSameFrame) {
+  for (uint8_t o : {op::kRcSendOnly, op::kRcWriteOnly, op::kUdSendOnly, op::kRcAck}) {
+    for (bool ipv6 : {false, true}) {
+      for (bool vlan : {false, true}) {
+        for (size_t len : {0, 1, 2, 3, 64, 255, 256, 1024}) {
+          const PacketHeaders h = sample_headers(o, ipv6, vlan);
+          const auto payload = sample_payload(o, len);
+          const auto expected = make_frame(h, payload);
+          std::vector<uint8_t> f(expected.size(), 0xA5);  // pad bytes must be written, not assumed zero
+          const size_t hl = build_headers(h, static_cast<uint32_t>(payload.size()), f.data());
+          std::copy(payload.begin(), payload.end(), f.begin() + static_cast<ptrdiff_t>(hl));
+          seal_frame(f.data(), hl, payload.size());
+          EXPECT_EQ(f, expected) << op_name(o) << " ipv6 " << ipv6 << " vlan " << vlan << " len " << len;
+        }
+      }
+    }
+  }
+}
+
+// RFC 1071 as written: 16-bit big-endian words, carries folded at the end.
+uint16_t ipv4_checksum_reference(const uint8_t* p) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i < 20; i += 2) sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+TEST(Ipv4Checksum, MatchesRfc1071OverHeadersWithEveryCarry) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < 20000; ++i) {
+    Ipv4Hdr h;
+    auto* p = reinterpret_cast<uint8_t*>(&h);
+    for (size_t k = 0; k < sizeof h; ++k) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      // A quarter of the headers are mostly 0xFF, where the carries pile up.
+      p[k] = (i % 4 == 0 && (x & 7)) ? 0xFF : static_cast<uint8_t>(x);
+    }
+    ASSERT_EQ(ipv4_checksum(h), ipv4_checksum_reference(p)) << "header " << i;
+  }
+  Ipv4Hdr ones;
+  std::memset(&ones, 0xFF, sizeof ones);
+  EXPECT_EQ(ipv4_checksum(ones), ipv4_checksum_reference(reinterpret_cast<const uint8_t*>(&ones)));
+  Ipv4Hdr zeros{};
+  std::memset(&zeros, 0, sizeof zeros);
+  EXPECT_EQ(ipv4_checksum(zeros), 0xFFFF);
+  // Eight bytes of ones, then a one: a sum whose every fold carries once more, down to the last.
+  Ipv4Hdr carry{};
+  std::memset(&carry, 0, sizeof carry);
+  std::memset(&carry, 0xFF, 8);
+  reinterpret_cast<uint8_t*>(&carry)[8] = 1;
+  reinterpret_cast<uint8_t*>(&carry)[9] = 0;
+  EXPECT_EQ(ipv4_checksum(carry), ipv4_checksum_reference(reinterpret_cast<const uint8_t*>(&carry)));
+}
+
 TEST(FrameBuilder, UdRecvGrhCarriesTheIpHeader) {
   for (bool ipv6 : {false, true}) {
     const PacketHeaders h = sample_headers(op::kUdSendOnly, ipv6, false);

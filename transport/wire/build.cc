@@ -135,6 +135,14 @@ void finish_trailer(uint32_t crc, size_t payload_len, uint8_t* trailer) {
   icrc_store(trailer + pad, crc);
 }
 
+void seal_frame(uint8_t* frame, size_t hdrs_len, size_t payload_len) {
+  uint8_t* pad = frame + hdrs_len + payload_len;
+  const size_t npad = -payload_len & 3;
+  std::memset(pad, 0, npad);
+  const uint16_t type = reinterpret_cast<const EthHdr*>(frame)->ether_type.get();
+  icrc_store(pad + npad, icrc_roce_v2_contiguous(frame + l3_offset(type == kEtherTypeVlan), pad + npad));
+}
+
 void build_trailer(const uint8_t* hdrs, size_t hdrs_len, std::span<const ConstBytes> payload,
                    uint8_t* trailer) {
   uint32_t crc = icrc_after_headers(hdrs, hdrs_len);

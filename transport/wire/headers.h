@@ -4,8 +4,10 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "transport/wire/byteorder.h"
 
@@ -224,12 +226,23 @@ inline uint32_t ipv6_flow_label(const Ipv6Hdr& h) { return h.ver_tc_flow.get() &
 
 // RFC 1071 header checksum over the 20-byte IPv4 header with `csum` taken as stored. A header whose stored
 // checksum is right sums to 0; to fill the field, store ipv4_checksum() of the header with csum = 0.
+// Summed as five 32-bit words in memory order: a ones' complement sum does not depend on byte order (RFC
+// 1071), so the folded sum is the checksum with its bytes as they lie in memory.
 inline uint16_t ipv4_checksum(const Ipv4Hdr& h) {
+  static_assert(sizeof(Ipv4Hdr) == 20);
   const auto* p = reinterpret_cast<const uint8_t*>(&h);
-  uint32_t sum = 0;
-  for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 2) sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < sizeof(Ipv4Hdr); i += 4) {
+    uint32_t w;
+    std::memcpy(&w, p + i, 4);
+    sum += w;
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);  // <= 0x1FFFE
+  sum = (sum & 0xFFFF) + (sum >> 16);  // <= 0xFFFF
+  const auto folded = static_cast<uint16_t>(~sum);
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(folded);
+  return folded;
 }
 
 // IPv4 addresses travel in GIDs as IPv4-mapped IPv6 addresses (::ffff:a.b.c.d).
