@@ -39,8 +39,9 @@ constexpr uint32_t kMaxTotalMcastQpAttach = 0x70000;
 
 // Datapath tuning.
 // A frame with at most this much payload has its payload copied, then the frame checksummed in one pass;
-// a longer one is checksummed as its payload is copied (after a pass over its headers).
-constexpr uint32_t kSealWholeFrame = 256;
+// a longer one is checksummed as its payload is copied (after a pass over its headers). bench_wire's
+// BM_CopyAndSeal on the AMD EPYC: whole 10-35% faster up to 512 bytes, even at 1-2 KiB, 13% slower at 4 KiB.
+constexpr uint32_t kSealWholeFrame = 1024;
 constexpr uint32_t kTxBudgetPerQp = 16;   // packets one QP may send per progress pass (round-robin fairness)
 constexpr uint32_t kAckReqEvery = 16;     // requester sets AckReq at least every this many packets
 constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at least this often
