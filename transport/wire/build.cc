@@ -89,17 +89,26 @@ size_t build_headers(const PacketHeaders& h, uint32_t payload_len, uint8_t* out)
     std::memcpy(ip.dst, h.ip.dst.data(), 16);
   } else {
     auto& ip = at<Ipv4Hdr>(out, l3_off);
+    const auto total_len = static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len);
+    const uint32_t src = ipv4_of_mapped(h.ip.src), dst = ipv4_of_mapped(h.ip.dst);
     ip.ver_ihl = 0x45;
     ip.tos = h.ip.tclass;
-    ip.total_len.set(static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len));
+    ip.total_len.set(total_len);
     ip.id.set(h.ip.ipv4_id);
     ip.flags_frag.set(h.ip.ipv4_flags_frag);
     ip.ttl = h.ip.ttl;
     ip.proto = kIpProtoUdp;
-    ip.src.set(ipv4_of_mapped(h.ip.src));
-    ip.dst.set(ipv4_of_mapped(h.ip.dst));
-    ip.csum.set(0);
-    ip.csum.set(ipv4_checksum(ip));
+    ip.src.set(src);
+    ip.dst.set(dst);
+    // The checksum from the values, not read back from the header just written: a load spanning several of
+    // those narrower stores cannot be forwarded from the store buffer and waits for them (a third of this
+    // function's time when it summed the header in memory).
+    uint32_t sum = (0x45u << 8 | h.ip.tclass) + total_len + h.ip.ipv4_id + h.ip.ipv4_flags_frag +
+                   (uint32_t{h.ip.ttl} << 8 | kIpProtoUdp) + (src >> 16) + (src & 0xFFFF) + (dst >> 16) +
+                   (dst & 0xFFFF);
+    sum = (sum & 0xFFFF) + (sum >> 16);  // nine 16-bit terms: <= 0x1000E
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    ip.csum.set(static_cast<uint16_t>(~sum));
   }
 
   auto& udp = at<UdpHdr>(out, l4_off);
