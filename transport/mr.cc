@@ -361,33 +361,40 @@ void sge_scatter(const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_
   });
 }
 
-uint32_t sge_gather_crc(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
-                        uint32_t len, uint32_t crc) {
+namespace {
+
+// Copies the bytes of validated SGEs in registered memory to dst and, with kCrc, continues `crc` over them in
+// the same pass; bytes it cannot fetch go out as zeros.
+template <bool kCrc>
+uint32_t gather_registered(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset,
+                           uint8_t* dst, uint32_t len, uint32_t crc) {
   walk(sge, num_sge, offset, len, [&](const Sge& s, uint64_t off, uint32_t n) {
     bool odp;
     const uint8_t* p = sge_host(mrs, s, off, &odp);
     if (p && !odp) {
-      crc = wire::crc32_copy_update(crc, dst, wire::ConstBytes(p, n));
+      if constexpr (kCrc)
+        crc = wire::crc32_copy_update(crc, dst, wire::ConstBytes(p, n));
+      else
+        std::memcpy(dst, p, n);
     } else {
       if (!p || !odp_copy(dst, reinterpret_cast<uint64_t>(p), n, false)) std::memset(dst, 0, n);
-      crc = wire::crc32_update(crc, wire::ConstBytes(dst, n));
+      if constexpr (kCrc) crc = wire::crc32_update(crc, wire::ConstBytes(dst, n));
     }
     dst += n;
   });
   return crc;
 }
 
+}  // namespace
+
+uint32_t sge_gather_crc(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
+                        uint32_t len, uint32_t crc) {
+  return gather_registered<true>(mrs, sge, num_sge, offset, dst, len, crc);
+}
+
 void sge_gather(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, uint8_t* dst,
                 uint32_t len) {
-  walk(sge, num_sge, offset, len, [&](const Sge& s, uint64_t off, uint32_t n) {
-    bool odp;
-    const uint8_t* p = sge_host(mrs, s, off, &odp);
-    if (p && !odp)
-      std::memcpy(dst, p, n);
-    else if (!p || !odp_copy(dst, reinterpret_cast<uint64_t>(p), n, false))
-      std::memset(dst, 0, n);
-    dst += n;
-  });
+  gather_registered<false>(mrs, sge, num_sge, offset, dst, len, 0);
 }
 
 bool sge_scatter(const MrTable& mrs, const Sge* sge, uint32_t num_sge, uint64_t offset, const uint8_t* src,

@@ -35,7 +35,7 @@ uint16_t CapturePort::alloc_burst(PktBuf** bufs, uint16_t n) {
 
 uint16_t CapturePort::tx_burst(PktBuf** bufs, uint16_t n) {
   if (refuse_tx) return 0;
-  for (uint16_t i = 0; i < n && keep_sent; ++i) {
+  for (uint16_t i = 0; keep_sent && i < n; ++i) {
     Emitted e;
     e.time_ns = clock_->now_ns();
     e.bytes.assign(bufs[i]->data, bufs[i]->data + bufs[i]->len);

@@ -224,6 +224,16 @@ inline uint8_t ipv6_version(const Ipv6Hdr& h) { return static_cast<uint8_t>(h.ve
 inline uint8_t ipv6_tclass(const Ipv6Hdr& h) { return static_cast<uint8_t>(h.ver_tc_flow.get() >> 20); }
 inline uint32_t ipv6_flow_label(const Ipv6Hdr& h) { return h.ver_tc_flow.get() & 0xFFFFF; }
 
+// The RFC 1071 checksum of a sum of 16-bit words (any number of them, up to 2^48): the sum folded to 16 bits
+// with its carries, complemented.
+inline uint16_t ones_complement_checksum(uint64_t sum) {
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
 // RFC 1071 header checksum over the 20-byte IPv4 header with `csum` taken as stored. A header whose stored
 // checksum is right sums to 0; to fill the field, store ipv4_checksum() of the header with csum = 0.
 // Summed as five 32-bit words in memory order: a ones' complement sum does not depend on byte order (RFC
@@ -237,10 +247,7 @@ inline uint16_t ipv4_checksum(const Ipv4Hdr& h) {
     std::memcpy(&w, p + i, 4);
     sum += w;
   }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFF) + (sum >> 16);  // <= 0x1FFFE
-  sum = (sum & 0xFFFF) + (sum >> 16);  // <= 0xFFFF
-  const auto folded = static_cast<uint16_t>(~sum);
+  const uint16_t folded = ones_complement_checksum(sum);
   if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(folded);
   return folded;
 }
