@@ -28,6 +28,7 @@
 #include "transport/params.h"
 #include "transport/qp.h"
 #include "transport/recv_queue.h"
+#include "transport/wire/headers.h"
 #include "transport/wire/rx_drop.h"
 
 namespace uroce {
@@ -168,7 +169,8 @@ class Device {
   bool resolve_mac(const Gid& gid, wire::MacAddr* mac) const;
   Counters& cnt() { return cnt_; }
   bool is_local_gid(const Gid& gid) const {
-    return gid == cfg_.gid || (extra_gids_ && std::find(gids_.begin() + 1, gids_.end(), gid) != gids_.end());
+    return wire::ip_equal(gid, cfg_.gid) ||
+           (extra_gids_ && std::find(gids_.begin() + 1, gids_.end(), gid) != gids_.end());
   }
 
   void handle_rx(PktBuf* buf);

@@ -24,7 +24,7 @@ Counter Qp::check_source(const ParsedPacket& pkt) const {
   const QpState st = attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kErr) return Counter::kCount;
   if (pkt.ipv6 != hdr_.ip.ipv6) return Counter::kDropIpFamily;
-  if (pkt.ip_src() != hdr_.ip.dst) return Counter::kDropSrcAddr;
+  if (!ip_equal(pkt.ip_src(), hdr_.ip.dst)) return Counter::kDropSrcAddr;
   if (!mac_is_zero(hdr_.eth.dst) && !mac_equal(pkt.eth_src(), hdr_.eth.dst)) return Counter::kDropSrcMac;
   return Counter::kCount;
 }

@@ -131,6 +131,30 @@ TEST(Ipv4Checksum, MatchesRfc1071OverHeadersWithEveryCarry) {
   EXPECT_EQ(ipv4_checksum(carry), ipv4_checksum_reference(reinterpret_cast<const uint8_t*>(&carry)));
 }
 
+// The word-wise address comparisons agree with the arrays' own == for a difference in any bit of any byte.
+TEST(AddressCompare, EveryBitOfEveryByteCounts) {
+  Ipv6Addr a;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(0x11 * i + 3);
+  EXPECT_TRUE(ip_equal(a, a));
+  for (size_t i = 0; i < a.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      Ipv6Addr b = a;
+      b[i] ^= static_cast<uint8_t>(1 << bit);
+      ASSERT_FALSE(ip_equal(a, b)) << "byte " << i << " bit " << bit;
+      ASSERT_FALSE(ip_equal(b, a)) << "byte " << i << " bit " << bit;
+    }
+  MacAddr m{0x02, 0x00, 0x5e, 0x10, 0x20, 0x30};
+  EXPECT_TRUE(mac_equal(m, m));
+  EXPECT_FALSE(mac_is_zero(m));
+  EXPECT_TRUE(mac_is_zero(MacAddr{}));
+  for (size_t i = 0; i < m.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      MacAddr n = m;
+      n[i] ^= static_cast<uint8_t>(1 << bit);
+      ASSERT_FALSE(mac_equal(m, n)) << "byte " << i << " bit " << bit;
+    }
+}
+
 TEST(FrameBuilder, UdRecvGrhCarriesTheIpHeader) {
   for (bool ipv6 : {false, true}) {
     const PacketHeaders h = sample_headers(op::kUdSendOnly, ipv6, false);

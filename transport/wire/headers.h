@@ -36,6 +36,16 @@ inline bool mac_equal(const MacAddr& a, const MacAddr& b) {
   return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
 }
 inline bool mac_is_zero(const MacAddr& m) { return mac_equal(m, MacAddr{}); }
+// GIDs and IPv6 addresses the same way, as two 8-byte loads: == on the arrays is a memcmp call for 16
+// bytes, and each frame compares one on send and two on receipt.
+inline bool ip_equal(const Ipv6Addr& a, const Ipv6Addr& b) {
+  uint64_t a0, a1, b0, b1;
+  __builtin_memcpy(&a0, a.data(), 8);
+  __builtin_memcpy(&a1, a.data() + 8, 8);
+  __builtin_memcpy(&b0, b.data(), 8);
+  __builtin_memcpy(&b1, b.data() + 8, 8);
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
 
 #pragma pack(push, 1)
 
