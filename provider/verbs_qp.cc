@@ -307,7 +307,9 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   const bool ud = ibv->qp_type == IBV_QPT_UD;
   const bool xrc = ibv->qp_type == IBV_QPT_XRC_SEND;
   Engine::AppCall call(e);
-  std::lock_guard lock(e.mu());
+  std::unique_lock lock(e.mu(), std::try_to_lock);
+  const bool waited = !lock.owns_lock();
+  if (waited) lock.lock();
   e.verb_entered_locked(call.entered());
   int err = 0;
   for (; wr; wr = wr->next) {
@@ -331,7 +333,10 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad) {
   }
   if (err) *bad = wr;
   // The packets leave now, from the caller's thread, or at the burst's end.
-  call.saw(e.posted_locked(call.entered()));
+  if (const uint64_t sent = e.posted_locked(call.entered()))
+    call.saw(sent);
+  else if (!waited)
+    call.quick();
   return err;
 }
 
@@ -339,7 +344,9 @@ int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Engine& e = engine(ibv->context);
   Qp* qp = uqp(ibv)->qp;
   Engine::AppCall call(e);
-  std::lock_guard lock(e.mu());
+  std::unique_lock lock(e.mu(), std::try_to_lock);
+  const bool waited = !lock.owns_lock();
+  if (waited) lock.lock();
   int err = 0;
   for (; wr; wr = wr->next) {
     if (wr->num_sge < 0) {
@@ -352,7 +359,10 @@ int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   }
   if (err) *bad = wr;
   // A receive posted after the QP advertised no credit queues a credit update for the peer: send it now.
-  if (qp->has_responses()) call.saw(e.progress_locked(call.entered()));
+  if (qp->has_responses())
+    call.saw(e.progress_locked(call.entered()));
+  else if (!waited)
+    call.quick();
   return err;
 }
 
