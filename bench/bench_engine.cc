@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/send_burst.h"
 #include "tests/support/capture_port.h"
 
 namespace {
@@ -72,20 +73,8 @@ void BM_SendBurst(benchmark::State& state) {
   if (!env) return state.SkipWithError("QP setup failed");
   env->port.keep_sent = false;
   uint32_t psn = env->opt.sq_psn;
-  Wc wc[16];
-  for (auto _ : state) {
-    for (uint32_t i = 0; i < kBurst; ++i)
-      if (env->post(WrOpcode::kSend, 64 * i, 64, i, 0, 0, i + 1 == kBurst ? uint32_t{kSendSignaled} : 0u) !=
-          0)
-        return state.SkipWithError("post failed");
-    while (env->dev->progress()) {
-    }
-    psn = (psn + kBurst - 1) & 0xFFFFFF;
-    env->inject_ack(psn);
-    psn = (psn + 1) & 0xFFFFFF;
-    env->dev->progress();
-    if (env->cq->poll(16, wc) != 1) return state.SkipWithError("no completion");
-  }
+  for (auto _ : state)
+    if (!bench::send_burst(*env, kBurst, &psn)) return state.SkipWithError("post failed or no completion");
   state.SetItemsProcessed(state.iterations() * kBurst);
 }
 BENCHMARK(BM_SendBurst)->Repetitions(kRepetitions)->ReportAggregatesOnly();
