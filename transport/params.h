@@ -45,6 +45,11 @@ constexpr uint32_t kSealWholeFrame = 1024;
 constexpr uint32_t kTxBudgetPerQp = 16;   // packets one QP may send per progress pass (round-robin fairness)
 constexpr uint32_t kAckReqEvery = 16;     // requester sets AckReq at least every this many packets
 constexpr uint32_t kMaxPendingAcks = 32;  // responder sends a coalesced ACK at least this often
+// ACK coalescing learns (Qp::resp_may_hold): after this many held ACKs in a row that answered only their own
+// request (a requester that waits for each ACK before its next request), a QP answers at once, but for one
+// probe hold every kAckHoldProbeEvery streaming requests, which puts it back to holding if requests pile up.
+constexpr uint32_t kAckHoldMisses = 2;
+constexpr uint32_t kAckHoldProbeEvery = 128;
 // Notification point: at most one CNP per QP per this, unless the device's CC parameters set
 // min_time_between_cnps (in microseconds, as the ConnectX knob; its firmware default is 4 us).
 constexpr uint64_t kCnpMinIntervalNs = 4000;

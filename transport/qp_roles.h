@@ -133,8 +133,10 @@ struct RespJob {
   bool first = true;
   // kAtomicAck
   uint64_t orig = 0;
-  // kAck: held until then (0: due now)
+  // kAck: held until then (0: due now); whether it was queued held; the requests it answers (coalesced)
   uint64_t not_before = 0;
+  bool held = false;
+  uint32_t reqs = 0;
 };
 
 // Responder resources for READ and ATOMIC (max_dest_rd_atomic deep): what a duplicate request is answered
@@ -196,6 +198,10 @@ struct Responder {
   uint32_t jobs_head = 0, jobs_count = 0;
   uint32_t unacked_pkts = 0;
   uint64_t last_req_ns = UINT64_MAX;  // when the latest in-order request executed (ACK coalescing)
+  // Held ACKs in a row that answered only the request they were held for (Qp::resp_may_hold), and the
+  // streaming requests since the last probe hold.
+  uint32_t hold_misses = 0;
+  uint32_t since_probe = 0;
   // The last ACK advertised no credit: the next receive posted sends the requester an update.
   bool zero_credits_sent = false;
   uint64_t next_cnp_ns = 0;  // NP: no CNP before this (min_time_between_cnps)

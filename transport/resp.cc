@@ -375,7 +375,33 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
   if (++resp_.unacked_pkts >= params::kMaxPendingAcks)
     resp_queue_ack(psn);
   else if (bth_ackreq(pkt.bth()))
-    resp_queue_ack(psn, streaming);
+    resp_queue_ack(psn, streaming && resp_may_hold());
+}
+
+// Whether a streaming request's ACK may be held. A requester that waits for each ACK before sending its next
+// request (one outstanding: a synchronous WRITE or SEND loop, a ping-pong) sends its requests less than a
+// hold apart, so they look like a stream, yet each held ACK then delays it by the whole hold and answers
+// nothing more: after kAckHoldMisses such holds in a row the QP answers at once. Evidence of a real stream
+// (an ACK that answers two requests or more, held or not) puts it back to holding, and so does a probe
+// hold every kAckHoldProbeEvery streaming requests (a stream whose requests come one per pass never
+// coalesces an ACK that is not held).
+bool Qp::resp_may_hold() {
+  if (resp_.hold_misses < params::kAckHoldMisses) return true;
+  if (resp_.jobs_count) {  // a probe's ACK still held: this request joins it
+    const RespJob& tail = resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()];
+    if (tail.kind == RespJob::kAck && tail.not_before) return true;
+  }
+  if (++resp_.since_probe < params::kAckHoldProbeEvery) return false;
+  resp_.since_probe = 0;
+  return true;
+}
+
+// An ACK leaves: what it answered tells resp_may_hold() whether holding pays on this QP.
+void Qp::resp_ack_sent(const RespJob& ack) {
+  if (ack.reqs >= 2)
+    resp_.hold_misses = 0;
+  else if (ack.held && resp_.hold_misses < params::kAckHoldMisses)
+    ++resp_.hold_misses;
 }
 
 void Qp::resp_uc(const ParsedPacket& pkt) {
@@ -635,13 +661,16 @@ void Qp::resp_queue_ack(uint32_t psn, bool hold) {
     if (tail.kind == RespJob::kAck) {
       tail.psn = psn;
       tail.msn = resp_.msn;
+      ++tail.reqs;
       if (!hold) tail.not_before = 0;
       return;
     }
   }
   RespJob j{RespJob::kAck, false, 0, psn, resp_.msn};
+  j.reqs = 1;
   if (hold) {
     j.not_before = dev_->now() + dev_->config().ack_hold_ns;
+    j.held = true;
     dev_->cnt().add(Counter::kAcksHeld);
   }
   resp_queue(j);
@@ -672,6 +701,7 @@ uint32_t Qp::resp_transmit(uint32_t budget) {
     }
     const bool done = job.kind != RespJob::kRead || job.left == 0;
     if (job.kind == RespJob::kRead) job.first = false;
+    if (job.kind == RespJob::kAck) resp_ack_sent(job);
     if (done) {
       resp_.jobs_head = static_cast<uint32_t>((resp_.jobs_head + 1) % resp_.jobs.size());
       --resp_.jobs_count;

@@ -201,6 +201,90 @@ TEST_F(ResponderAckHold, AHeldAckGoesAheadOfAReadResponseAndAtTheAckLimit) {
   EXPECT_GT(f[0].psn(), kPsn + 3);
 }
 
+// A requester that waits for each ACK before its next request (one outstanding: a synchronous WRITE loop)
+// sends its requests less than a hold apart, yet each held ACK only delays it by the whole hold: after
+// params::kAckHoldMisses held ACKs that answered one request each, the QP answers at once.
+class ResponderAckHoldLearns : public ResponderAckHold {
+ protected:
+  static constexpr uint64_t kRoundTrip = 500;  // the ACK's way back and the requester's next request
+  uint32_t psn = kPsn;
+  const std::vector<uint8_t> data = pattern(8, 3);
+
+  uint64_t held() const { return env.dev->counters().n[static_cast<size_t>(Counter::kAcksHeld)]; }
+  // One synchronous request: its ACK, at once or at the hold's deadline. Returns whether it was held.
+  bool wait_for_ack() {
+    env.inject(rdma(op::kRcWriteOnly, psn, 0, 8, true), data);
+    const uint64_t at = env.now();
+    std::vector<Emitted> f = env.run();
+    const bool was_held = f.empty();
+    if (was_held) {
+      f = env.next();
+      EXPECT_EQ(env.now(), at + kHold);
+    }
+    EXPECT_EQ(f.size(), 1u);
+    if (!f.empty()) {
+      EXPECT_EQ(f[0].opcode(), op::kRcAck);
+      EXPECT_EQ(f[0].psn(), psn);
+    }
+    ++psn;
+    env.advance(kRoundTrip);
+    return was_held;
+  }
+  // Requests one per pass, `gap` apart, each asking for an ACK; returns the ACKs they drew.
+  size_t trickle(uint32_t n, uint64_t gap) {
+    size_t acks = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      env.inject(rdma(op::kRcWriteOnly, psn++, 0, 8, true), data);
+      acks += env.advance(gap).size();
+    }
+    return acks;
+  }
+};
+
+TEST_F(ResponderAckHoldLearns, ARequesterThatWaitsForEachAckIsAnsweredAtOnceOnceTheHoldsMiss) {
+  uint32_t held_acks = 0;
+  for (int i = 0; i < 40; ++i) held_acks += wait_for_ack();
+  // The first request is lone; every other one then came within a hold of the previous (the ones after a
+  // held ACK came a hold later): held until the misses add up, never after.
+  EXPECT_EQ(held_acks, params::kAckHoldMisses);
+  EXPECT_EQ(held(), params::kAckHoldMisses);
+}
+
+TEST_F(ResponderAckHoldLearns, TwoRequestsUnderOneAckPutTheQpBackToHolding) {
+  for (int i = 0; i < 8; ++i) wait_for_ack();  // answered at once from the fifth
+  ASSERT_EQ(held(), params::kAckHoldMisses);
+  // Two requests in one pass: one ACK answers both, so requests pile up after all.
+  env.inject(rdma(op::kRcWriteOnly, psn++, 0, 8, true), data);
+  env.inject(rdma(op::kRcWriteOnly, psn++, 0, 8, true), data);
+  std::vector<Emitted> f = env.run();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), psn - 1);
+  EXPECT_EQ(held(), params::kAckHoldMisses);
+  EXPECT_EQ(trickle(4, 100), 0u) << "held again, for all four";
+  EXPECT_EQ(held(), params::kAckHoldMisses + 1);
+  f = env.next();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), psn - 1);
+}
+
+// A stream whose requests come one per pass never puts two under an ACK that is not held: a probe hold
+// every kAckHoldProbeEvery streaming requests finds it.
+TEST_F(ResponderAckHoldLearns, AProbeHoldFindsAStreamOfOneRequestPerPass) {
+  for (int i = 0; i < 4; ++i) wait_for_ack();
+  ASSERT_EQ(held(), params::kAckHoldMisses);
+  // The first comes a hold and a round trip after the last held request, so it is no stream yet; each of
+  // the others is, and the one that makes kAckHoldProbeEvery of them is held.
+  EXPECT_EQ(trickle(params::kAckHoldProbeEvery, 100), params::kAckHoldProbeEvery) << "one ACK each";
+  EXPECT_EQ(held(), params::kAckHoldMisses);
+  EXPECT_EQ(trickle(8, 100), 0u) << "the probe holds, and its ACK answers the seven behind it too";
+  EXPECT_EQ(held(), params::kAckHoldMisses + 1);
+  std::vector<Emitted> f = env.next();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), psn - 1);
+  EXPECT_EQ(trickle(4, 100), 0u) << "holding again";
+  EXPECT_EQ(held(), params::kAckHoldMisses + 2);
+}
+
 TEST_F(ResponderRc, SendWithImmediateAndSolicitedEvent) {
   ASSERT_EQ(env.post_recv(0, 64, 1), 0);
   ASSERT_EQ(env.post_recv(64, 64, 2), 0);
