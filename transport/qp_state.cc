@@ -280,6 +280,8 @@ void Qp::reset_connection() {
   std::fill(resp_.res.begin(), resp_.res.end(), RdAtomicRes{});
   resp_.res_next = 0;
   resp_.unacked_pkts = 0;
+  resp_.last_req_ns = UINT64_MAX;
+  resp_.hold_misses = resp_.since_probe = 0;  // a new connection's requester may stream
   resp_.zero_credits_sent = false;
   resp_.comm_est = false;
 }

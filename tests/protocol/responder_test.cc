@@ -267,6 +267,20 @@ TEST_F(ResponderAckHoldLearns, TwoRequestsUnderOneAckPutTheQpBackToHolding) {
   EXPECT_EQ(f[0].psn(), psn - 1);
 }
 
+// What a QP learned of its requester goes with the connection: reset and connected again, it holds.
+TEST_F(ResponderAckHoldLearns, ANewConnectionStartsOutHolding) {
+  for (int i = 0; i < 4; ++i) wait_for_ack();
+  ASSERT_EQ(held(), params::kAckHoldMisses);
+  QpAttr a;
+  a.qp_state = QpState::kReset;
+  ASSERT_EQ(env.qp->modify(a, kQpState), 0);
+  ASSERT_EQ(env.connect(env.qp), 0);
+  psn = env.opt.rq_psn;
+  EXPECT_EQ(trickle(1, kHold), 1u) << "lone";
+  EXPECT_EQ(trickle(1, 100), 0u) << "held";
+  EXPECT_EQ(held(), params::kAckHoldMisses + 1);
+}
+
 // A stream whose requests come one per pass never puts two under an ACK that is not held: a probe hold
 // every kAckHoldProbeEvery streaming requests finds it.
 TEST_F(ResponderAckHoldLearns, AProbeHoldFindsAStreamOfOneRequestPerPass) {
