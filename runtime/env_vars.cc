@@ -55,7 +55,8 @@ constexpr EnvVar kVars[] = {
    "opener's scheduling"},
   {"UROCE_ACK_HOLD_US", kUint, "0 .. 1000", 0, 1000, "3", "provider",
    "how long an RC responder receiving a stream of requests holds an ACK to answer the requests behind it "
-   "too, us; 0: an ACK for every request that asks for one"},
+   "too, us (a QP whose held ACKs keep answering only their own request stops holding: docs/observability.md, "
+   "`acks_held`); 0: an ACK for every request that asks for one"},
   {"UROCE_TX_COALESCE", kFlag, "0|1", 0, 0, "1", "provider",
    "1: a burst of ibv_post_send calls (each within 2 us of the last) sends its frames at its end, the "
    "caller's next ibv_poll_cq or ibv_req_notify_cq; 0: every post sends at once"},
