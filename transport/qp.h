@@ -187,6 +187,8 @@ class Qp {
   uint32_t resp_rd_atomic_queued() const;  // READ/ATOMIC requests whose responses are queued
   void resp_flush_acks();                  // sends the queued ACKs/NAKs/atomic ACKs up to a READ response
   void resp_queue_ack(uint32_t psn, bool hold = false);
+  // The newest queued response; the queue must not be empty.
+  RespJob& resp_tail() { return resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()]; }
   bool resp_may_hold();
   void resp_ack_sent(const RespJob& ack);
   uint32_t resp_transmit(uint32_t budget);

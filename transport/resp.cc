@@ -388,7 +388,7 @@ void Qp::resp_execute(const ParsedPacket& pkt) {
 bool Qp::resp_may_hold() {
   if (resp_.hold_misses < params::kAckHoldMisses) return true;
   if (resp_.jobs_count) {  // a probe's ACK still held: this request joins it
-    const RespJob& tail = resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()];
+    const RespJob& tail = resp_tail();
     if (tail.kind == RespJob::kAck && tail.not_before) return true;
   }
   if (++resp_.since_probe < params::kAckHoldProbeEvery) return false;
@@ -610,9 +610,7 @@ bool Qp::resp_trim_jobs(uint32_t psn) {
         j.left > static_cast<uint64_t>(psn_diff(psn, j.psn)) * mtu())
       return false;
   }
-  while (resp_.jobs_count &&
-         !psn_before(resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()].psn, psn))
-    --resp_.jobs_count;
+  while (resp_.jobs_count && !psn_before(resp_tail().psn, psn)) --resp_.jobs_count;
   return true;
 }
 
@@ -642,8 +640,7 @@ uint32_t Qp::resp_rd_atomic_queued() const {
 
 void Qp::resp_queue(const RespJob& job) {
   // Responses leave in order: a held ACK in front of another response goes with it.
-  if (resp_.jobs_count && job.kind != RespJob::kAck)
-    resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()].not_before = 0;
+  if (resp_.jobs_count && job.kind != RespJob::kAck) resp_tail().not_before = 0;
   if (resp_.jobs_count == resp_.jobs.size()) {  // full: the requester's retry recovers; counted, never silent
     dev_->cnt().add(Counter::kRespQueueFull);
     return;
@@ -657,7 +654,7 @@ void Qp::resp_queue(const RespJob& job) {
 void Qp::resp_queue_ack(uint32_t psn, bool hold) {
   if (!hold) resp_.unacked_pkts = 0;
   if (resp_.jobs_count) {
-    RespJob& tail = resp_.jobs[(resp_.jobs_head + resp_.jobs_count - 1) % resp_.jobs.size()];
+    RespJob& tail = resp_tail();
     if (tail.kind == RespJob::kAck) {
       tail.psn = psn;
       tail.msn = resp_.msn;

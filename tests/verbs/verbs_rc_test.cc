@@ -315,12 +315,6 @@ uint64_t device_counter(const std::string& name) {
 // than PostCoalescer::kBurstNs from the end of one post's pass to the next post.)
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
 #else
 constexpr bool kAsan = false;
 #endif
