@@ -6,9 +6,10 @@
 #                  DpdkPorts on two pinned threads; the best trial of two runs (below);
 #   TCP loopback   sockperf ping-pong, 14-byte messages (one-way latency, as sockperf reports it);
 #   uroce direct   ib_write_bw -s 65536, ib_read_bw -s 65536, ib_send_bw -s 64 (message rate), ib_write_lat
-#                  -s 2, ib_send_lat -s 2 under `uroce run`, each side its own process with its own device,
-#                  joined by a memif pair (as tests/integration/memif_pair.sh); ib_write_bw -s 65536 over 1, 8
-#                  and 64 QPs (-q) and both ways at once (-b), one run each, set beside the 1-QP figure;
+#                  -s 2, ib_send_lat -s 2, and ib_send_lat -s 2 -c UC (no ACKs: what RC's cost), under `uroce
+#                  run`, each side its own process with its own device, joined by a memif pair (as
+#                  tests/integration/memif_pair.sh); ib_write_bw -s 65536 over 1, 8 and 64 QPs (-q) and both
+#                  ways at once (-b), one run each, set beside the 1-QP figure;
 #                  ib_write_lat once more with UROCE_ENGINE_SCHED=boost, set beside the default's;
 #   uroce switch   ib_write_bw -s 65536 with both sides on the host switch (`uroce run --port uroced`, as
 #                  tests/uroced/uroced_pair.sh);
@@ -135,7 +136,7 @@ echo "sockperf TCP loopback ping-pong, 14 B: one-way median ${tcp_med:-?} us, p9
 
 echo
 echo "== uroce over a memif pair and through the host switch: perftest, median of $reps runs each"
-: >"$dir/bw" >"$dir/rbw" >"$dir/sbw" >"$dir/ubw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99"
+: >"$dir/bw" >"$dir/rbw" >"$dir/sbw" >"$dir/ubw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99" >"$dir/ul"
 for r in $(seq "$reps"); do
   line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
   echo "ib_write_bw  64 KiB run $r: $line"
@@ -155,6 +156,10 @@ for r in $(seq "$reps"); do
     echo "$line" | awk '{print $5}' >>"$dir/${t:0:1}l"
     echo "$line" | awk '{print $8}' >>"$dir/${t:0:1}l99"
   done
+  # The same ping-pong over UC (no ACKs): what RC's ACKs add to each one-way step.
+  line=$(pair ib_send_lat -d uroce0 -x 0 -F -s 2 -n 10000 -c UC)
+  echo "ib_send_lat 2 B UC run $r: $line"
+  echo "$line" | awk '{print $5}' >>"$dir/ul"
 done
 # Scaling with the number of QPs (perftest -q spreads the same 64 KiB writes over N QPs of one process
 # pair) and both directions at once (-b: the figure is the sum of the two), one run each.
@@ -180,6 +185,7 @@ wl=$(median <"$dir/wl")
 wl99=$(median <"$dir/wl99")
 sl=$(median <"$dir/sl")
 sl99=$(median <"$dir/sl99")
+ul=$(median <"$dir/ul")
 echo
 echo "== idle: an ibv_rc_pingpong server with no client, 10 s"
 idle=$(idle_pct)
@@ -220,6 +226,7 @@ for t in write send; do
   row "ib_${t}_lat 2 B p99 vs raw memif one-way p99" "$p99" "$memif_ow99" "$(ratio "$p99" "$memif_ow99")" "(no target)"
   row "ib_${t}_lat 2 B median vs TCP loopback" "$med" "$tcp_med" "$(ratio "$med" "$tcp_med")" "(no target)"
 done
+row "ib_send_lat 2 B median, UC (no ACKs) vs RC" "$ul" "$sl" "$(ratio "$ul" "$sl")" "(no target)"
 row "ib_write_lat 2 B median, UROCE_ENGINE_SCHED=boost" "$wlb" "$wl" "$(ratio "$wlb" "$wl")" "(no target; vs default)"
 row "ib_write_lat 2 B p99, UROCE_ENGINE_SCHED=boost" "$wlb99" "$wl99" "$(ratio "$wlb99" "$wl99")" "(no target; vs default)"
 echo
