@@ -102,6 +102,7 @@ void give_back_pool(rte_mempool* mp, bool reusable) {
   }
   rte_mempool_free(mp);
 }
+
 constexpr uint16_t kRxDesc = 1024;
 constexpr uint16_t kTxDesc = 1024;
 constexpr auto kStartRetryInterval = std::chrono::milliseconds(20);
