@@ -129,9 +129,6 @@ class DpdkPort final : public PacketIo {
   // Pool occupancy, for leak checks: available() == size() when every buffer is home.
   unsigned pool_size() const;
   unsigned pool_available() const;
-  // Mbuf pools this process has created. A closed port's pool, with every mbuf home, is kept for the next
-  // port that asks for the same sizes (a few of them at most), so this counts only the ones that were new.
-  static uint64_t pools_created();
 
  private:
   DpdkPort() = default;

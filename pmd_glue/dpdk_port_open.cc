@@ -24,7 +24,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <vector>
 
 #include "pmd_glue/dpdk_eal.h"
 #include "pmd_glue/dpdk_log.h"
@@ -38,71 +37,6 @@ namespace uroce::glue {
 namespace {
 
 constexpr unsigned kPoolCache = 128;  // per-lcore cache; only EAL/registered threads use one
-
-// Pools of closed ports, kept for the next port of this process instead of freed. rte_mempool_free hands
-// the pool's memory back to DPDK's heap, which zeroes it, faulting in every page the port never touched
-// (~50 ms for the default 4095 mbufs on a 2-core VM: a sixth of a process's device open and close), and
-// a new pool's populate costs as much again. uroced opens and closes a port for every lease. A pool is
-// kept only with every mbuf home, and at most kMaxIdlePools of them; what the process still holds at exit
-// goes with it, unzeroed.
-constexpr size_t kMaxIdlePools = 4;
-
-struct IdlePools {
-  std::mutex mu;
-  std::vector<rte_mempool*> pools;
-  uint64_t created = 0;
-};
-
-IdlePools& idle_pools() {
-  static IdlePools p;
-  return p;
-}
-
-rte_mempool* take_pool(unsigned n, uint16_t priv, uint16_t data_room) {
-  IdlePools& ip = idle_pools();
-  {
-    std::lock_guard lock(ip.mu);
-    for (auto it = ip.pools.begin(); it != ip.pools.end(); ++it) {
-      rte_mempool* mp = *it;
-      if (mp->size == n && rte_pktmbuf_priv_size(mp) == priv && rte_pktmbuf_data_room_size(mp) == data_room) {
-        ip.pools.erase(it);
-        return mp;
-      }
-    }
-  }
-  rte_mempool* mp = rte_pktmbuf_pool_create(Eal::unique_name("uroce_mp").c_str(), n, kPoolCache, priv,
-                                            data_room, SOCKET_ID_ANY);
-  if (mp == nullptr && rte_errno == ENOMEM) {  // idle pools of other sizes hold the memory: let them go
-    std::vector<rte_mempool*> idle;
-    {
-      std::lock_guard lock(ip.mu);
-      idle.swap(ip.pools);
-    }
-    for (rte_mempool* p : idle) rte_mempool_free(p);
-    if (!idle.empty())
-      mp = rte_pktmbuf_pool_create(Eal::unique_name("uroce_mp").c_str(), n, kPoolCache, priv, data_room,
-                                   SOCKET_ID_ANY);
-  }
-  if (mp != nullptr) {
-    std::lock_guard lock(ip.mu);
-    ++ip.created;
-  }
-  return mp;
-}
-
-// The newest idle pool is the likeliest to be asked for again: beyond kMaxIdlePools the oldest goes.
-void give_back_pool(rte_mempool* mp, bool reusable) {
-  IdlePools& ip = idle_pools();
-  if (reusable && rte_mempool_avail_count(mp) == mp->size) {
-    std::lock_guard lock(ip.mu);
-    ip.pools.push_back(mp);
-    if (ip.pools.size() <= kMaxIdlePools) return;
-    mp = ip.pools.front();
-    ip.pools.erase(ip.pools.begin());
-  }
-  rte_mempool_free(mp);
-}
-
 constexpr uint16_t kRxDesc = 1024;
 constexpr uint16_t kTxDesc = 1024;
 constexpr auto kStartRetryInterval = std::chrono::milliseconds(20);
@@ -244,7 +178,8 @@ bool DpdkPort::setup(std::string* err) {
   const uint16_t priv = RTE_ALIGN(sizeof(PktBuf), RTE_MBUF_PRIV_ALIGN);
   // An AF_XDP socket uses the pool's memory as its UMEM, whose chunks (one mbuf each) cannot exceed a page.
   const uint16_t room = spec_.kind == PortKind::kAfXdp ? kAfXdpFrameRoom : kFrameRoom;
-  pool_ = take_pool(spec_.mbufs, priv, static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room));
+  pool_ = rte_pktmbuf_pool_create(Eal::unique_name("uroce_mp").c_str(), spec_.mbufs, kPoolCache, priv,
+                                  RTE_PKTMBUF_HEADROOM + room, SOCKET_ID_ANY);
   if (pool_ == nullptr)
     return fail(err,
                 spec_.text + ": cannot create a pool of " + std::to_string(spec_.mbufs) +
@@ -448,15 +383,8 @@ void DpdkPort::teardown() {
     g_server_sockets.erase(g_server_sockets.find(spec_.socket));
     server_socket_registered_ = false;
   }
-  // An AF_XDP socket registered the pool's memory as its UMEM: that pool is not handed to another port.
-  if (pool_ != nullptr) give_back_pool(pool_, spec_.kind != PortKind::kAfXdp);
+  if (pool_ != nullptr) rte_mempool_free(pool_);
   pool_ = nullptr;
-}
-
-uint64_t DpdkPort::pools_created() {
-  IdlePools& ip = idle_pools();
-  std::lock_guard lock(ip.mu);
-  return ip.created;
 }
 
 }  // namespace uroce::glue

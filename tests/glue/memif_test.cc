@@ -310,44 +310,6 @@ TEST(MemifPair, TxWhileDownKeepsBuffersWithCaller) {
   EXPECT_EQ(server->pool_available(), server->pool_size());
 }
 
-// A closed port's pool, every mbuf home, serves the next port asking for the same sizes (no new pool, none
-// of the heap zeroing a freed pool costs), full and usable; a port asking for another size gets a pool of
-// its own. (Sizes no other test uses, so that a pool left idle by another test in this process is not it.)
-TEST(MemifPair, AClosedPortsPoolServesTheNextPortOfTheSameSize) {
-  TempDir dir;
-  const std::string spec = "memif:socket=" + dir.file("m.sock") + ",role=server,wait=0,mbufs=";
-  auto first = open_or_fail(spec + "300");
-  ASSERT_TRUE(first);
-  const uint64_t created = DpdkPort::pools_created();
-  PktBuf* bufs[kBurst];
-  ASSERT_EQ(first->alloc_burst(bufs, kBurst), kBurst);
-  first->free_burst(bufs, kBurst);
-  first.reset();
-  auto second = open_or_fail(spec + "300");
-  ASSERT_TRUE(second);
-  EXPECT_EQ(DpdkPort::pools_created(), created) << "the closed port's pool was not reused";
-  EXPECT_EQ(second->pool_size(), 300u);
-  EXPECT_EQ(second->pool_available(), second->pool_size());
-  ASSERT_EQ(second->alloc_burst(bufs, kBurst), kBurst);
-  second->free_burst(bufs, kBurst);
-  second.reset();
-  auto other = open_or_fail(spec + "301");
-  ASSERT_TRUE(other);
-  EXPECT_EQ(DpdkPort::pools_created(), created + 1);
-  EXPECT_EQ(other->pool_size(), 301u);
-}
-
-// Idle pools never keep a port from opening: when DPDK's memory (128 MB here) is short, they are let go and
-// the new pool is made from theirs.
-TEST(MemifPair, IdlePoolsGiveWayToAPortThatNeedsTheirMemory) {
-  TempDir dir;
-  const std::string spec = "memif:socket=" + dir.file("m.sock") + ",role=server,wait=0,mbufs=";
-  for (int n = 5000; n < 5004; ++n) ASSERT_TRUE(open_or_fail(spec + std::to_string(n)));  // each closes
-  auto big = open_or_fail(spec + "15000");
-  ASSERT_TRUE(big);
-  EXPECT_EQ(big->pool_size(), 15000u);
-}
-
 // A port that closes right after it transmitted (a program exiting after its last ACK) waits until the peer
 // has read what it sent, however late the peer runs (here: not at all until the close has waited 100 ms,
 // five times the fixed linger this replaced), then the peer gets every frame.
