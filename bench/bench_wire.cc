@@ -399,14 +399,15 @@ void print_summary(const SummaryReporter& rep) {
                 r4k >= 0.5 ? "MET" : "NOT MET", r4k);
   // How far the datapath's ICRC is from what the widest multiplier this CPU has allows, so that a miss is
   // read as the CPU's or the kernel's.
-  const auto* best =
-      rep.find("BM_ClmulCeilingZmm") ? rep.find("BM_ClmulCeilingZmm") : rep.find("BM_ClmulCeiling");
-  if (best != nullptr && r4k > 0)
+  const auto* zmm = rep.find("BM_ClmulCeilingZmm");
+  const auto* best = zmm != nullptr ? zmm : rep.find("BM_ClmulCeiling");
+  if (best != nullptr && r4k > 0) {
+    const double reach = ratio(best, rep.find("BM_Memcpy/4096"));
     std::printf(
         "ICRC at 4 KiB is %.2f x the folding ceiling; the ceiling is %.2f x memcpy, so the target is %s\n",
-        ratio(rep.find("BM_Icrc/4096"), best), ratio(best, rep.find("BM_Memcpy/4096")),
-        ratio(best, rep.find("BM_Memcpy/4096")) >= 0.5 ? "within this CPU's reach"
-                                                       : "beyond this CPU's multiplier");
+        ratio(rep.find("BM_Icrc/4096"), best), reach,
+        reach >= 0.5 ? "within this CPU's reach" : "beyond this CPU's multiplier");
+  }
 }
 
 }  // namespace
