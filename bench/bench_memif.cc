@@ -7,6 +7,9 @@
 // Both ports live in one process with one thread each, which is what two processes joined by memif do
 // too: memif copies every frame into the shared ring on tx and out of it on rx either way.
 // Same-run baselines: memcpy of the frame size (memif does two per frame) and TCP loopback ping-pong.
+// Then the same link with uroce's own memif client (pmd_glue/memif_client.h) in place of DPDK's: it builds
+// and reads frames in the shared region, so only the server's PMD copies; rows start with "own" and are
+// compared with DPDK's client of the same run.
 //
 //   bench_memif [--ms=200] [--trials=5] [--rtts=100000] [--register=1] [--pin=1]
 #include <arpa/inet.h>
@@ -30,6 +33,7 @@
 
 #include "pmd_glue/dpdk_eal.h"
 #include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/memif_client.h"
 #include "tests/support/cpus.h"
 
 using namespace uroce;
@@ -87,7 +91,7 @@ struct Rate {
   double mpps, gbps;
 };
 
-Rate throughput_trial(DpdkPort& tx, DpdkPort& rx, uint16_t len, int ms, bool reg) {
+Rate throughput_trial(PacketIo& tx, PacketIo& rx, uint16_t len, int ms, bool reg) {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> received{0};
   std::thread sink([&] {
@@ -134,7 +138,7 @@ Rate throughput_trial(DpdkPort& tx, DpdkPort& rx, uint16_t len, int ms, bool reg
 
 // ---- ping-pong ----
 
-std::vector<double> pingpong(DpdkPort& a, DpdkPort& b, uint16_t len, int rtts, bool reg) {
+std::vector<double> pingpong(PacketIo& a, PacketIo& b, uint16_t len, int rtts, bool reg) {
   std::atomic<bool> stop{false};
   std::thread echo([&] {
     pin_to(g_cpu_rx);
@@ -261,6 +265,61 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
+// ---- uroce's own memif client ----
+
+// A DPDK memif server linked to a MemifClient: 64 B and 4 KiB throughput both ways and the 64 B
+// round trip, beside DPDK's client's figures of this run (4 KiB server -> client Gb/s, 64 B RTT median).
+int own_client(const Options& opt, double dpdk_gbps, double dpdk_rtt) {
+  char tmpl[] = "/tmp/uroce-bench-own-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string sock = dir + "/memif.sock";
+  std::string err;
+  {
+    auto server = DpdkPort::open("memif:socket=" + sock + ",role=server", &err);
+    MemifClientConfig cfg;
+    cfg.socket = sock;
+    auto client = server ? MemifClient::create(cfg, &err) : nullptr;
+    if (!client || !client->wait_link_up(std::chrono::seconds(3)) ||
+        !server->wait_link_up(std::chrono::seconds(3))) {
+      std::fprintf(stderr, "bench_memif: own memif client: %s\n",
+                   err.empty() ? "the link did not come up" : err.c_str());
+      std::filesystem::remove_all(dir);
+      return 1;
+    }
+    std::printf("\nuroce's own memif client against DPDK's server, %d trials x %d ms: median [min, max]\n",
+                opt.trials, opt.ms);
+    std::printf("%-16s %8s %22s %24s\n", "own", "frame B", "Mframes/s", "Gb/s");
+    double own_gbps = 0;
+    for (bool to_client : {true, false}) {
+      for (uint16_t len : {uint16_t{64}, uint16_t{4096}}) {
+        std::vector<double> mpps, gbps;
+        for (int t = 0; t < opt.trials; ++t) {
+          const Rate r = to_client ? throughput_trial(*server, *client, len, opt.ms, opt.register_threads)
+                                   : throughput_trial(*client, *server, len, opt.ms, opt.register_threads);
+          mpps.push_back(r.mpps);
+          gbps.push_back(r.gbps);
+        }
+        const auto [mn, mx] = std::minmax_element(mpps.begin(), mpps.end());
+        const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
+        std::printf("%-16s %8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f]\n",
+                    to_client ? "own server->client" : "own client->server", len, median(mpps), *mn, *mx,
+                    median(gbps), *gn, *gx);
+        if (to_client && len == 4096) own_gbps = median(gbps);
+      }
+    }
+    const auto us = pingpong(*server, *client, 64, opt.rtts, opt.register_threads);
+    std::printf("%-16s %8u round trip us: min %.2f median %.2f p99 %.2f p99.9 %.2f\n", "own ping-pong", 64,
+                percentile(us, 0), percentile(us, 0.5), percentile(us, 0.99), percentile(us, 0.999));
+    std::printf(
+        "summary: own memif client, 4 KiB server -> client %.1f Gb/s = %.2f x DPDK's client (%.1f); "
+        "64 B round trip median %.2f us = %.2f x DPDK's client (%.2f us)\n",
+        own_gbps, dpdk_gbps > 0 ? own_gbps / dpdk_gbps : 0.0, dpdk_gbps, percentile(us, 0.5),
+        dpdk_rtt > 0 ? percentile(us, 0.5) / dpdk_rtt : 0.0, dpdk_rtt);
+  }
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   std::string err;
@@ -291,6 +350,7 @@ int main(int argc, char** argv) {
                 opt.ms);
     std::printf("%8s %22s %24s %18s\n", "frame B", "Mframes/s", "Gb/s", "memcpy GB/s");
     std::string summary = "summary: raw memif";
+    double dpdk_gbps = 0, dpdk_rtt = 0;
     char part[160];
     for (uint16_t len : {uint16_t{64}, uint16_t{1024}, uint16_t{4096}, kMaxFrame}) {
       std::vector<double> mpps, gbps;
@@ -303,6 +363,7 @@ int main(int argc, char** argv) {
       const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
       std::printf("%8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f] %18.1f\n", len, median(mpps), *mn, *mx,
                   median(gbps), *gn, *gx, memcpy_gbytes_per_s(len));
+      if (len == 4096) dpdk_gbps = median(gbps);
       if (len != kMaxFrame) {
         std::snprintf(part, sizeof(part), " %uB %.2f Mfps %.1f Gb/s;", len, median(mpps), median(gbps));
         summary += part;
@@ -319,12 +380,14 @@ int main(int argc, char** argv) {
       std::printf("%8u %-10s %8.2f %8.2f %8.2f %8.2f\n", len, "tcp lo", percentile(tcp, 0),
                   percentile(tcp, 0.5), percentile(tcp, 0.99), percentile(tcp, 0.999));
       if (len == 64) {
+        dpdk_rtt = percentile(us, 0.5);
         std::snprintf(part, sizeof(part), " RTT 64B median %.2f us p99 %.2f us (TCP loopback %.2f us)",
                       percentile(us, 0.5), percentile(us, 0.99), percentile(tcp, 0.5));
         summary += part;
       }
     }
     std::printf("\n%s\n", summary.c_str());
+    rc = own_client(opt, dpdk_gbps, dpdk_rtt);
     if (server->pool_available() != server->pool_size() || client->pool_available() != client->pool_size()) {
       std::fprintf(stderr, "bench_memif: mbufs leaked (server %u/%u, client %u/%u)\n",
                    server->pool_available(), server->pool_size(), client->pool_available(),
