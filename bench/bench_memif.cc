@@ -288,7 +288,7 @@ int own_client(const Options& opt, double dpdk_gbps, double dpdk_rtt) {
     }
     std::printf("\nuroce's own memif client against DPDK's server, %d trials x %d ms: median [min, max]\n",
                 opt.trials, opt.ms);
-    std::printf("%-16s %8s %22s %24s\n", "own", "frame B", "Mframes/s", "Gb/s");
+    std::printf("%-18s %8s %22s %24s\n", "own", "frame B", "Mframes/s", "Gb/s");
     double own_gbps = 0;
     for (bool to_client : {true, false}) {
       for (uint16_t len : {uint16_t{64}, uint16_t{4096}}) {
@@ -301,14 +301,14 @@ int own_client(const Options& opt, double dpdk_gbps, double dpdk_rtt) {
         }
         const auto [mn, mx] = std::minmax_element(mpps.begin(), mpps.end());
         const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
-        std::printf("%-16s %8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f]\n",
+        std::printf("%-18s %8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f]\n",
                     to_client ? "own server->client" : "own client->server", len, median(mpps), *mn, *mx,
                     median(gbps), *gn, *gx);
         if (to_client && len == 4096) own_gbps = median(gbps);
       }
     }
     const auto us = pingpong(*server, *client, 64, opt.rtts, opt.register_threads);
-    std::printf("%-16s %8u round trip us: min %.2f median %.2f p99 %.2f p99.9 %.2f\n", "own ping-pong", 64,
+    std::printf("%-18s %8u round trip us: min %.2f median %.2f p99 %.2f p99.9 %.2f\n", "own ping-pong", 64,
                 percentile(us, 0), percentile(us, 0.5), percentile(us, 0.99), percentile(us, 0.999));
     std::printf(
         "summary: own memif client, 4 KiB server -> client %.1f Gb/s = %.2f x DPDK's client (%.1f); "

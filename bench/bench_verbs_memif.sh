@@ -11,6 +11,8 @@
 #                  tests/integration/memif_pair.sh); ib_write_bw -s 65536 over 1, 8 and 64 QPs (-q) and both
 #                  ways at once (-b), one run each, set beside the 1-QP figure;
 #                  ib_write_lat once more with UROCE_ENGINE_SCHED=boost, set beside the default's;
+#                  ib_write_bw, ib_send_bw, ib_send_lat and ib_write_lat with the client on uroce's own
+#                  memif client (driver=uroce) instead of DPDK's PMD, set beside DPDK's (no target);
 #   uroce switch   ib_write_bw -s 65536 with both sides on the host switch (`uroce run --port uroced`, as
 #                  tests/uroced/uroced_pair.sh);
 #   idle           an ibv_rc_pingpong server on a memif port that no client joins: utime+stime over 10 s.
@@ -50,6 +52,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 calc() { awk "BEGIN {printf \"%.${2:-2}f\", $1}"; }
 
 # pair TOOL ARGS...: one server/client run; prints the client's result line (the one after the header).
+# CLIENT_DRIVER=uroce: the client on uroce's own memif client (driver=uroce) instead of DPDK's PMD.
 pair() {
   port=$((port + 1))
   local sock=$dir/m$port.sock
@@ -58,7 +61,7 @@ pair() {
   spid=$!
   for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
   sleep 0.3
-  XDG_RUNTIME_DIR=$dir UROCE_PORT="memif:socket=$sock,role=client" \
+  XDG_RUNTIME_DIR=$dir UROCE_PORT="memif:socket=$sock,role=client${CLIENT_DRIVER:+,driver=$CLIENT_DRIVER}" \
     timeout 60 "$uroce" run --ip 127.1.0.2 -- "$@" -p $port 127.0.0.1 >"$dir/client.log" 2>&1
   wait "$spid"
   spid=
@@ -137,6 +140,7 @@ echo "sockperf TCP loopback ping-pong, 14 B: one-way median ${tcp_med:-?} us, p9
 echo
 echo "== uroce over a memif pair and through the host switch: perftest, median of $reps runs each"
 : >"$dir/bw" >"$dir/rbw" >"$dir/sbw" >"$dir/ubw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99" >"$dir/ul"
+: >"$dir/obw" >"$dir/osbw" >"$dir/owl" >"$dir/osl"
 for r in $(seq "$reps"); do
   line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
   echo "ib_write_bw  64 KiB run $r: $line"
@@ -160,6 +164,18 @@ for r in $(seq "$reps"); do
   line=$(pair ib_send_lat -d uroce0 -x 0 -F -s 2 -n 10000 -c UC)
   echo "ib_send_lat 2 B UC run $r: $line"
   echo "$line" | awk '{print $5}' >>"$dir/ul"
+  # The client on uroce's own memif client (pmd_glue/memif_client.h) instead of DPDK's PMD (no target).
+  line=$(CLIENT_DRIVER=uroce pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
+  echo "ib_write_bw  64 KiB own client run $r: $line"
+  echo "$line" | awk '{print $4}' >>"$dir/obw"
+  line=$(CLIENT_DRIVER=uroce pair ib_send_bw -d uroce0 -x 0 -F -s 64 -D 2 --report_gbits)
+  echo "ib_send_bw   64 B   own client run $r: $line"
+  echo "$line" | awk '{print $5}' >>"$dir/osbw"
+  for t in write send; do
+    line=$(CLIENT_DRIVER=uroce pair ib_${t}_lat -d uroce0 -x 0 -F -s 2 -n 10000)
+    echo "ib_${t}_lat 2 B    own client run $r: $line"
+    echo "$line" | awk '{print $5}' >>"$dir/o${t:0:1}l"
+  done
 done
 # Scaling with the number of QPs (perftest -q spreads the same 64 KiB writes over N QPs of one process
 # pair) and both directions at once (-b: the figure is the sum of the two), one run each.
@@ -186,6 +202,7 @@ wl99=$(median <"$dir/wl99")
 sl=$(median <"$dir/sl")
 sl99=$(median <"$dir/sl99")
 ul=$(median <"$dir/ul")
+obw=$(median <"$dir/obw") osbw=$(median <"$dir/osbw") owl=$(median <"$dir/owl") osl=$(median <"$dir/osl")
 echo
 echo "== idle: an ibv_rc_pingpong server with no client, 10 s"
 idle=$(idle_pct)
@@ -227,6 +244,10 @@ for t in write send; do
   row "ib_${t}_lat 2 B median vs TCP loopback" "$med" "$tcp_med" "$(ratio "$med" "$tcp_med")" "(no target)"
 done
 row "ib_send_lat 2 B median, UC (no ACKs) vs RC" "$ul" "$sl" "$(ratio "$ul" "$sl")" "(no target)"
+row "ib_write_bw 64 KiB Gb/s, own memif client vs DPDK's" "$obw" "$bw" "$(ratio "$obw" "$bw")" "(no target)"
+row "ib_send_bw 64 B Mmsg/s, own memif client vs DPDK's" "$osbw" "$sbw" "$(ratio "$osbw" "$sbw")" "(no target)"
+row "ib_send_lat 2 B median, own memif client vs DPDK's" "$osl" "$sl" "$(ratio "$osl" "$sl")" "(no target)"
+row "ib_write_lat 2 B median, own memif client vs DPDK's" "$owl" "$wl" "$(ratio "$owl" "$wl")" "(no target)"
 row "ib_write_lat 2 B median, UROCE_ENGINE_SCHED=boost" "$wlb" "$wl" "$(ratio "$wlb" "$wl")" "(no target; vs default)"
 row "ib_write_lat 2 B p99, UROCE_ENGINE_SCHED=boost" "$wlb99" "$wl99" "$(ratio "$wlb99" "$wl99")" "(no target; vs default)"
 echo

@@ -17,6 +17,7 @@
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/intr_gate.h"
+#include "pmd_glue/link_drain.h"
 #include "transport/wire/packet.h"
 
 namespace uroce::glue {
@@ -35,18 +36,8 @@ inline PktBuf* attach(rte_mbuf* m, uint16_t len) {
   return b;
 }
 
-// Link drain: two memif ends of uroce (a process and uroced, or two processes) use it when one end closes.
-// A query carries a token; the other end answers with the same token once its rx_burst has taken the
-// query, and so every frame queued before it. Link-local (the destination 802.1 reserved for MAC
-// control, never forwarded), IEEE local experimental ether type 0x88B5 as the fabric's link credit frames
-// (subtype "FC"), subtypes "DQ" and "DA", padded to the 60-byte minimum.
-constexpr uint16_t kEtherTypeLocalExperimental = 0x88B5;
-constexpr uint16_t kDrainQuery = 0x4451;   // "DQ"
-constexpr uint16_t kDrainAnswer = 0x4441;  // "DA"
-constexpr uint16_t kLinkFrameLen = 60;
-constexpr uint8_t kLinkLocalDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
-
-inline uint16_t be16_at(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+using link_drain::kAnswer;
+using link_drain::kQuery;
 
 // Spins on a flag that is only ever held for one rte_eth_tx_burst.
 class TxHold {
@@ -67,17 +58,9 @@ class TxHold {
 bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (m == nullptr) return false;
-  auto* f = rte_pktmbuf_mtod(m, uint8_t*);
-  std::memset(f, 0, kLinkFrameLen);
-  std::memcpy(f, kLinkLocalDst, 6);
   const wire::MacAddr src = mac();
-  std::memcpy(f + 6, src.data(), 6);
-  f[12] = kEtherTypeLocalExperimental >> 8;
-  f[13] = kEtherTypeLocalExperimental & 0xFF;
-  f[14] = static_cast<uint8_t>(subtype >> 8);
-  f[15] = static_cast<uint8_t>(subtype);
-  for (int i = 0; i < 4; ++i) f[16 + i] = static_cast<uint8_t>(token >> (24 - 8 * i));
-  m->data_len = m->pkt_len = kLinkFrameLen;
+  link_drain::build(rte_pktmbuf_mtod(m, uint8_t*), src.data(), subtype, token);
+  m->data_len = m->pkt_len = link_drain::kFrameLen;
   uint16_t k = 0;
   {
     const IntrGateBurst gate(&gate_);  // already held when called from rx_burst: entering again is fine
@@ -92,14 +75,12 @@ bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
 // A link drain frame (memif only): a query is answered, the answer to our own query noted. True when `m`
 // was one (and is freed).
 bool DpdkPort::take_link_frame(rte_mbuf* m) {
-  const auto* f = rte_pktmbuf_mtod(m, const uint8_t*);
-  if (m->data_len < 20 || be16_at(f + 12) != kEtherTypeLocalExperimental) return false;
-  const uint16_t subtype = be16_at(f + 14);
-  if (subtype != kDrainQuery && subtype != kDrainAnswer) return false;
-  const uint32_t token = uint32_t{f[16]} << 24 | uint32_t{f[17]} << 16 | uint32_t{f[18]} << 8 | f[19];
+  uint16_t subtype = 0;
+  uint32_t token = 0;
+  if (!link_drain::parse(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &subtype, &token)) return false;
   rte_pktmbuf_free(m);
-  if (subtype == kDrainQuery) {
-    if (send_link_frame(kDrainAnswer, token)) drain_answers_sent_.fetch_add(1, std::memory_order_relaxed);
+  if (subtype == kQuery) {
+    if (send_link_frame(kAnswer, token)) drain_answers_sent_.fetch_add(1, std::memory_order_relaxed);
   } else if (token == drain_token_ && token != 0) {
     drain_answered_ = true;
   }
@@ -114,7 +95,7 @@ void DpdkPort::drain_peer() {
   bool asked = false;  // the ring took the query (a full ring refuses it: asked again on the next round)
   PktBuf* bufs[kBurst];
   while (rte_get_timer_cycles() < until && link_up()) {
-    if (!asked) asked = send_link_frame(kDrainQuery, drain_token_);
+    if (!asked) asked = send_link_frame(kQuery, drain_token_);
     // What the peer sends meanwhile is not for anyone any more; reading it also hands a memif server the
     // buffers it transmits into (the answer among them).
     const uint16_t n = rx_burst(bufs, kBurst);

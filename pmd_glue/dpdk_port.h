@@ -35,6 +35,7 @@
 #include "pmd_glue/dpdk_spec.h"
 #include "pmd_glue/intr_gate.h"
 #include "pmd_glue/memif_bell.h"
+#include "pmd_glue/port.h"
 #include "transport/packet_io.h"
 #include "transport/wire/headers.h"
 
@@ -53,7 +54,7 @@ constexpr uint16_t kFrameRoom = 4352;
 // up to 3072 bytes: IB MTU 2048 at most on an af_xdp port.
 constexpr uint16_t kAfXdpFrameRoom = 3072;
 
-class DpdkPort final : public PacketIo {
+class DpdkPort final : public Port {
  public:
   // Starts EAL if needed, creates the device for `spec` (syntax in dpdk_spec.h), its pool and queues,
   // starts it and waits up to the spec's wait= for the link. A link still down afterwards is not an error
@@ -71,41 +72,19 @@ class DpdkPort final : public PacketIo {
   void free_burst(PktBuf** bufs, uint16_t n) override;
   uint16_t max_frame() const override { return max_frame_; }
 
-  bool link_up() const;
+  bool link_up() const override;
   bool wait_link_up(std::chrono::milliseconds timeout) const;
 
-  // Rx interrupts, for a progress thread that sleeps. rx_event_fd() is -1 when the port has none (in DPDK
-  // 22.11 only tap's PMD has one; af_packet and ring have none). A memif port has uroce's own bell instead
-  // (memif_bell.h) when its files could be opened: rx_interrupt_is_hint() then says that a peer without a
-  // bell sends frames without waking us, so a sleeper should still nap. Protocol: enable_rx_interrupt(),
-  // poll once more (a frame may have arrived before arming), sleep until the fd is readable,
-  // disable_rx_interrupt(), then poll. Wait for readability only: never read() the fd (for tap it is the
-  // queue's data fd).
-  int rx_event_fd() const { return rx_event_fd_; }
-  bool rx_interrupt_is_hint() const { return bell_ != nullptr; }
-  // A memif port whose peer has joined the bell: it rings when we arm (memif_bell.h).
-  bool peer_rings() const { return bell_ != nullptr && bell_->peer_joined(); }
-  // Whether a caller should hold the lock it holds around rx_burst for enable/disable_rx_interrupt: a PMD's
-  // interrupt control is not documented as safe beside a burst; the bell's flag and FIFO are the receiving
-  // thread's own.
-  bool rx_interrupt_needs_lock() const { return bell_ == nullptr; }
-  // requests_only: the memif bell rings only for frames with a one-sided request (memif_bell.h); other
-  // interrupts fire for every frame whatever it is.
-  bool enable_rx_interrupt(bool requests_only = false);
-  void disable_rx_interrupt();
+  // Rx interrupts and the memif bell: port.h.
+  int rx_event_fd() const override { return rx_event_fd_; }
+  bool rx_interrupt_is_hint() const override { return bell_ != nullptr; }
+  bool peer_rings() const override { return bell_ != nullptr && bell_->peer_joined(); }
+  bool rx_interrupt_needs_lock() const override { return bell_ == nullptr; }
+  bool enable_rx_interrupt(bool requests_only = false) override;
+  void disable_rx_interrupt() override;
 
-  struct Stats {
-    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;  // from the PMD
-    // rx_missed: the PMD's imissed, plus for af_packet the kernel's ring drops (rx_kernel_drops): DPDK
-    // 22.11's af_packet PMD reports no imissed, so the port reads PACKET_STATISTICS from the PMD's socket.
-    uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;  // from the PMD
-    uint64_t rx_kernel_drops = 0;  // af_packet: frames the kernel dropped because the rx ring was full
-    uint64_t rx_oversize = 0;      // dropped here: longer than max_frame()
-    uint64_t rx_linearised = 0;    // chained frames copied into one buffer
-    uint64_t rx_chain_drop = 0;    // chained frames that did not fit one buffer
-    uint64_t bell_rings = 0;       // memif: times we woke a sleeping peer through its bell
-  };
-  Stats stats() const;
+  using Stats = PortStats;
+  Stats stats() const override;
 
   PortKind kind() const { return spec_.kind; }
   // memif: on close, a port that has transmitted waits up to `ms` for the peer to have read everything it
@@ -114,11 +93,11 @@ class DpdkPort final : public PacketIo {
   // before it (see "Link drain" in dpdk_port.cc); the wait ends with the answer, a link that went down, or
   // the time. 0 (the default): close at once. An endpoint that may exit right after its last frame (the
   // provider) sets it; a switch, whose ports close because the peer is gone, does not.
-  void set_close_linger_ms(uint32_t ms) { close_linger_ms_ = ms; }
+  void set_close_linger_ms(uint32_t ms) override { close_linger_ms_ = ms; }
   // The close's wait, now: for a process that exits without closing its device (its ports are never
   // destroyed), from an exit handler, by the thread that may burst on the port. Once is enough: a close
   // after it does not wait again unless more frames went out.
-  void linger();
+  void linger() override;
   // Link drain queries this port answered.
   uint64_t drain_answers_sent() const { return drain_answers_sent_.load(std::memory_order_relaxed); }
   const PortSpec& spec() const { return spec_; }

@@ -166,6 +166,10 @@ void DpdkPort::find_af_packet_socket(const std::vector<int>& fds_before) {
 std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& text, std::string* err) {
   std::unique_ptr<DpdkPort> p(new DpdkPort);
   if (!parse_port_spec(text, &p->spec_, err)) return nullptr;
+  if (p->spec_.own_driver) {
+    *err = text + ": driver=uroce is uroce's own memif client, not a DPDK port (glue::open_port opens it)";
+    return nullptr;
+  }
   if (!Eal::ensure(err)) return nullptr;
   p->owner_pid_ = getpid();
   if (!p->setup(err)) return nullptr;  // the destructor releases whatever setup() created

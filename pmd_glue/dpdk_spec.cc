@@ -113,7 +113,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
   std::vector<std::string_view> keys;
   if (kind == "memif") {
     s.kind = PortKind::kMemif;
-    keys = {"socket", "role", "id", "rsize", "wait", "mbufs"};
+    keys = {"socket", "role", "id", "rsize", "wait", "mbufs", "driver"};
   } else if (kind == "af_packet") {
     s.kind = PortKind::kAfPacket;
     keys = {"iface", "rsize", "wait", "mbufs", "promisc"};
@@ -199,6 +199,9 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     } else if (key == "wait") {
       if (!parse_uint<int>(val, 0, 600000, &s.wait_ms))
         return fail(err, where + "key 'wait': milliseconds 0..600000");
+    } else if (key == "driver") {
+      if (val != "dpdk" && val != "uroce") return fail(err, where + "key 'driver' must be dpdk or uroce");
+      s.own_driver = val == "uroce";
     } else if (key == "mbufs") {
       if (!parse_uint<uint32_t>(val, 256, 1u << 20, &s.mbufs))
         return fail(err, where + "key 'mbufs': 256..1048576");
@@ -207,6 +210,8 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
 
   if (s.kind == PortKind::kMemif && s.socket.empty()) return fail(err, where + "memif needs key 'socket'");
   if (s.kind == PortKind::kMemif && !have_role) return fail(err, where + "memif needs key 'role'");
+  if (s.kind == PortKind::kMemif && s.own_driver && s.server)
+    return fail(err, where + "key 'driver': uroce's own memif driver is a client only (role=client)");
   if ((s.kind == PortKind::kAfPacket || s.kind == PortKind::kTap || s.kind == PortKind::kAfXdp) &&
       s.iface.empty())
     return fail(err, where + std::string(kind_name(s.kind)) + " needs key 'iface'");

@@ -1,7 +1,10 @@
 // Port specs: the one-line text that names a DPDK port, parsed and checked before anything touches DPDK.
 //
-//   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2]   shared-memory link to another process
-//                                          (PATH on the filesystem, see "memif and other users" below)
+//   memif:socket=PATH,role=server|client[,id=N][,rsize=LOG2][,driver=dpdk|uroce]
+//                                          shared-memory link to another process (PATH on the filesystem,
+//                                          see "memif and other users" below). driver=uroce (client only):
+//                                          uroce's own memif client (memif_client.h) instead of DPDK's PMD,
+//                                          which builds and reads frames in the shared region
 //   af_packet:iface=NAME[,rsize=LOG2][,promisc=0|1]
 //                                          a kernel interface through a PACKET_MMAP socket; its rx ring
 //                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots.
@@ -48,7 +51,8 @@ struct PortSpec {
   std::string socket;  // filesystem path (never abstract)
   bool server = false;
   uint32_t id = 0;
-  uint8_t log2_ring = 10;  // memif; af_packet when ring_size_given
+  uint8_t log2_ring = 10;   // memif; af_packet when ring_size_given
+  bool own_driver = false;  // memif client: driver=uroce
   bool ring_size_given = false;
   // af_packet, tap
   std::string iface;

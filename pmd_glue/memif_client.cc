@@ -11,7 +11,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <thread>
+
+#include "pmd_glue/link_drain.h"
+#include "transport/wire/packet.h"
 
 namespace uroce::glue {
 
@@ -38,6 +42,7 @@ std::unique_ptr<MemifClient> MemifClient::create(const MemifClientConfig& cfg, s
 }
 
 bool MemifClient::setup(std::string* err) {
+  owner_pid_ = getpid();
   const uint32_t ring = uint32_t{1} << std::min(cfg_.log2_ring, 15u);
   if (cfg_.socket.empty() || cfg_.socket.size() >= sizeof(sockaddr_un::sun_path)) {
     *err =
@@ -78,19 +83,29 @@ bool MemifClient::setup(std::string* err) {
     return false;
   }
   pkt_.resize(cfg_.buffers);
-  free_.reserve(cfg_.buffers);
-  for (uint32_t i = cfg_.buffers; i-- > 0;) {
+  free_.init(cfg_.buffers);
+  for (uint32_t i = 0; i < cfg_.buffers; ++i) {
     pkt_[i].data = buffer(i);
     pkt_[i].cap = cfg_.buffer_size;
-    free_.push_back(i);
+    free_.push(i);
   }
   c2s_buf_.assign(ring, UINT32_MAX);
   s2c_buf_.assign(ring, UINT32_MAX);
+  if (cfg_.bell) {
+    std::string why;  // a server without a bell (another memif program): frames are found after naps
+    bell_ = MemifBell::open(cfg_.socket, cfg_.id, /*server=*/false, &why);
+  }
   return true;
 }
 
 MemifClient::~MemifClient() {
-  if (sock_ >= 0) link_down("client closed", true);
+  // A forked child shares the parent's control socket: it must neither drain nor disconnect the link.
+  if (getpid() == owner_pid_) {
+    linger();
+    if (sock_ >= 0) link_down("client closed", true);
+  } else if (sock_ >= 0) {
+    close(sock_);
+  }
   if (base_) munmap(base_, region_size_);
   for (int fd : {mem_fd_, c2s_event_, s2c_event_})
     if (fd >= 0) close(fd);
@@ -292,8 +307,8 @@ void MemifClient::link_down(const std::string& why, bool tell_server) {
   }
   if (state_ == State::kUp) ++stats_.disconnects;
   // Every buffer in a ring comes home; those in the caller's hands stay there.
-  for (; c2s_done_ != c2s_head_; ++c2s_done_) free_.push_back(c2s_buf_[c2s_done_ & mask_]);
-  for (; s2c_next_ != s2c_head_; ++s2c_next_) free_.push_back(s2c_buf_[s2c_next_ & mask_]);
+  for (; c2s_done_ != c2s_head_; ++c2s_done_) free_.push(c2s_buf_[c2s_done_ & mask_]);
+  for (; s2c_next_ != s2c_head_; ++s2c_next_) free_.push(s2c_buf_[s2c_next_ & mask_]);
   in_chain_ = false;
   state_ = State::kDown;
   next_try_ = Clock::now() + kRetry;
@@ -306,15 +321,14 @@ void MemifClient::reclaim_tx() {
     link_down("the server's C2S tail ran past the frames it was given", true);
     return;
   }
-  for (; c2s_done_ != tail; ++c2s_done_) free_.push_back(c2s_buf_[c2s_done_ & mask_]);
+  for (; c2s_done_ != tail; ++c2s_done_) free_.push(c2s_buf_[c2s_done_ & mask_]);
 }
 
 void MemifClient::refill_rx() {
   const uint16_t before = s2c_head_;
   memif::Ring* r = s2c();
   while (static_cast<uint16_t>(s2c_head_ - s2c_next_) <= mask_ && !free_.empty()) {
-    const uint32_t i = free_.back();
-    free_.pop_back();
+    const uint32_t i = free_.pop();
     const uint16_t slot = s2c_head_ & mask_;
     r->desc[slot] = memif::Desc{0, 0, cfg_.buffer_size,
                                 static_cast<uint32_t>(buffers_off_ + size_t{i} * cfg_.buffer_size), 0};
@@ -328,8 +342,7 @@ uint16_t MemifClient::alloc_burst(PktBuf** bufs, uint16_t n) {
   if (free_.size() < n && state_ == State::kUp) reclaim_tx();
   const uint16_t k = static_cast<uint16_t>(std::min<size_t>(n, free_.size()));
   for (uint16_t j = 0; j < k; ++j) {
-    PktBuf& b = pkt_[free_.back()];
-    free_.pop_back();
+    PktBuf& b = pkt_[free_.pop()];
     b.len = 0;
     b.telemetry = nullptr;
     bufs[j] = &b;
@@ -356,6 +369,14 @@ uint16_t MemifClient::tx_burst(PktBuf** bufs, uint16_t n) {
   c2s_head_ = static_cast<uint16_t>(c2s_head_ + k);
   store_release(r->head, c2s_head_);
   stats_.tx_frames += k;
+  sent_since_linger_ = true;
+  for (uint16_t j = 0; j < k; ++j) stats_.tx_bytes += bufs[j]->len;
+  if (bell_)  // a server asleep on its bell wakes for these frames
+    bell_->ring_if_armed([&] {
+      for (uint16_t j = 0; j < k; ++j)
+        if (wire::frame_is_one_sided_request(bufs[j]->data, bufs[j]->len)) return true;
+      return false;
+    });
   // A server that sleeps on the ring's eventfd asked for it by clearing kRingMaskInt.
   if (!(std::atomic_ref<uint16_t>(r->flags).load(std::memory_order_relaxed) & memif::kRingMaskInt)) {
     const uint64_t one = 1;
@@ -365,6 +386,7 @@ uint16_t MemifClient::tx_burst(PktBuf** bufs, uint16_t n) {
 }
 
 uint16_t MemifClient::rx_burst(PktBuf** bufs, uint16_t n) {
+  if (state_ != State::kUp || ++rx_calls_ % kServiceEvery == 0) service();
   if (state_ != State::kUp) return 0;
   memif::Ring* r = s2c();
   const uint16_t tail = load_acquire(r->tail);
@@ -383,20 +405,86 @@ uint16_t MemifClient::rx_burst(PktBuf** bufs, uint16_t n) {
     in_chain_ = d.flags & memif::kDescNext;
     if (rest_of_chain || in_chain_ || d.length == 0 || d.length > cfg_.buffer_size) {
       ++stats_.rx_bad;
-      free_.push_back(i);
+      free_.push(i);
       continue;
     }
     pkt_[i].len = static_cast<uint16_t>(d.length);
     pkt_[i].telemetry = nullptr;
+    stats_.rx_bytes += d.length;
+    ++stats_.rx_frames;
+    if (take_link_frame(pkt_[i])) {
+      free_.push(i);
+      continue;
+    }
     bufs[got++] = &pkt_[i];
   }
-  stats_.rx_frames += got;
   refill_rx();
   return got;
 }
 
+bool MemifClient::take_link_frame(const PktBuf& b) {
+  uint16_t subtype = 0;
+  uint32_t token = 0;
+  if (!link_drain::parse(b.data, b.len, &subtype, &token)) return false;
+  if (subtype == link_drain::kQuery) {
+    if (send_link_frame(link_drain::kAnswer, token)) ++stats_.drain_answers;
+  } else if (token == drain_token_ && token != 0) {
+    drain_answered_ = true;
+  }
+  return true;
+}
+
+bool MemifClient::send_link_frame(uint16_t subtype, uint32_t token) {
+  PktBuf* b;
+  if (alloc_burst(&b, 1) != 1) return false;
+  static constexpr uint8_t kSrc[6] = {0x02, 0, 0, 0, 0, 0};  // link-local: nobody forwards or answers it
+  link_drain::build(b->data, kSrc, subtype, token);
+  b->len = link_drain::kFrameLen;
+  if (tx_burst(&b, 1) == 1) return true;
+  free_burst(&b, 1);  // ring full or link down: the querier asks again
+  return false;
+}
+
+bool MemifClient::enable_rx_interrupt(bool requests_only) {
+  if (!bell_) return false;
+  bell_->arm(requests_only ? MemifBell::kArmRequests : MemifBell::kArmAll);
+  return true;
+}
+
+void MemifClient::linger() {
+  if (!close_linger_ms_ || !sent_since_linger_) return;
+  sent_since_linger_ = false;
+  const auto until = Clock::now() + std::chrono::milliseconds(close_linger_ms_);
+  drain_token_ = static_cast<uint32_t>(std::random_device{}()) | 1;
+  drain_answered_ = false;
+  bool asked = false;
+  PktBuf* bufs[kBurst];
+  while (Clock::now() < until && link_up()) {
+    if (!asked) asked = send_link_frame(link_drain::kQuery, drain_token_);
+    // What the server sends meanwhile is not for anyone any more; reading it also hands it the buffers it
+    // transmits into (the answer among them).
+    const uint16_t n = rx_burst(bufs, kBurst);
+    if (n) free_burst(bufs, n);
+    if (drain_answered_) break;
+    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  drain_token_ = 0;
+  sent_since_linger_ = false;  // the query itself
+}
+
+PortStats MemifClient::stats() const {
+  PortStats s;
+  s.rx_frames = stats_.rx_frames;
+  s.rx_bytes = stats_.rx_bytes;
+  s.tx_frames = stats_.tx_frames;
+  s.tx_bytes = stats_.tx_bytes;
+  s.rx_errors = stats_.rx_bad;
+  s.bell_rings = bell_ ? bell_->rings() : 0;
+  return s;
+}
+
 void MemifClient::free_burst(PktBuf** bufs, uint16_t n) {
-  for (uint16_t j = 0; j < n; ++j) free_.push_back(static_cast<uint32_t>(bufs[j] - pkt_.data()));
+  for (uint16_t j = 0; j < n; ++j) free_.push(static_cast<uint32_t>(bufs[j] - pkt_.data()));
 }
 
 }  // namespace uroce::glue

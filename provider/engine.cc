@@ -19,6 +19,7 @@
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/intr_gate.h"
 #include "pmd_glue/loopback.h"
+#include "pmd_glue/open_port.h"
 #include "provider/gid_text.h"
 #include "provider/netdev_link.h"
 #include "provider/progress_policy.h"
@@ -115,13 +116,14 @@ Engine::Engine(const EngineConfig& cfg)
                                                  [this] { wake(); });
   } else {
     std::string err;
-    auto p = glue::DpdkPort::open(cfg.port, &err);
+    auto p = glue::open_port(cfg.port, &err);
     if (!p) throw std::runtime_error("UROCE_PORT=" + cfg.port + ": " + err);
     // A program may exit right after its last message: the ACK that frees its peer must still reach the peer
     // (or the host switch) before the memif link goes down with it. The port waits for the peer to confirm it
     // has read everything, for up to a second when the peer is slow to run.
     p->set_close_linger_ms(1000);
-    dpdk_ = p.get();
+    link_ = p.get();
+    dpdk_ = dynamic_cast<glue::DpdkPort*>(p.get());
     port_ = std::move(p);
   }
   tap_ = std::make_unique<CaptureTap>(port_.get());
@@ -163,10 +165,11 @@ void Engine::print_stats(FILE* out) {
   for (size_t i = 1; i < static_cast<size_t>(wire::RxDrop::kCount); ++i)
     if (uint64_t v = dev_->rx_drops().n[i])
       std::fprintf(out, " rx_drop_%s=%lu", wire::rx_drop_name(static_cast<wire::RxDrop>(i)), v);
-  if (dpdk_) {
-    const auto st = dpdk_->stats();
-    std::fprintf(out, " port_rx=%lu port_tx=%lu port_tx_errors=%lu port_rx_missed=%lu link=%s", st.rx_frames,
-                 st.tx_frames, st.tx_errors, st.rx_missed, dpdk_->link_up() ? "up" : "down");
+  if (link_) {
+    const auto st = link_->stats();
+    std::fprintf(out, " port_rx=%lu port_tx=%lu port_tx_errors=%lu port_rx_missed=%lu link=%s port_driver=%s",
+                 st.rx_frames, st.tx_frames, st.tx_errors, st.rx_missed, link_->link_up() ? "up" : "down",
+                 dpdk_ ? "dpdk" : "uroce");
     if (const auto& f = mac_->counters(); f.pfc_rx || f.pause_rx || f.credit_rx)
       std::fprintf(out, " pfc_rx=%lu pause_rx=%lu credit_rx=%lu credit_tx=%lu pfc_tx_held=%lu", f.pfc_rx,
                    f.pause_rx, f.credit_rx, f.credit_tx, f.tx_held);
@@ -183,8 +186,8 @@ void Engine::start_control(const EngineConfig& cfg) {
     return v;
   };
   auto port_stats = [this]() -> std::vector<std::pair<std::string, uint64_t>> {
-    if (!dpdk_) return {};
-    const auto s = dpdk_->stats();
+    if (!link_) return {};
+    const auto s = link_->stats();
     const auto& f = mac_->counters();
     return {{"rx_frames", s.rx_frames},
             {"rx_bytes", s.rx_bytes},
@@ -202,7 +205,7 @@ void Engine::start_control(const EngineConfig& cfg) {
             // The device lock: contended acquisitions that waited spinning, and those that slept.
             {"lock_spun", mu_.spun()},
             {"lock_slept", mu_.slept()},
-            {"link_up", dpdk_->link_up() ? 1u : 0u},
+            {"link_up", link_->link_up() ? 1u : 0u},
             // The MAC's flow control: pause frames received, frames a pause or missing credit held, time
             // paused with frames waiting, link credit updates.
             {"pfc_rx", f.pfc_rx},
@@ -228,7 +231,7 @@ void Engine::start_control(const EngineConfig& cfg) {
                  cfg.device.name.c_str(), err.c_str());
 }
 
-bool Engine::link_up() const { return !dpdk_ || dpdk_->link_up(); }
+bool Engine::link_up() const { return !link_ || link_->link_up(); }
 
 void Engine::wake() {
   const uint64_t one = 1;
@@ -322,12 +325,12 @@ void Engine::run() {
   uint64_t last_work = clock_.now_ns();
   // The first nap after work: short where frames may come without waking us, the longest busy one where
   // the peer rings its bell when we arm it (the nap then only bounds what a stale mark could cost).
-  const auto first_nap = [&] { return dpdk_ && dpdk_->peer_rings() ? kBusyMaxNapNs : kMinNapNs; };
+  const auto first_nap = [&] { return link_ && link_->peer_rings() ? kBusyMaxNapNs : kMinNapNs; };
   uint64_t nap = first_nap();
-  const int rx_fd = dpdk_ ? dpdk_->rx_event_fd() : -1;
+  const int rx_fd = link_ ? link_->rx_event_fd() : -1;
   // Frames may arrive without waking us (no rx interrupt, or memif's bell, which a peer that has none does
   // not ring): look again after a nap.
-  const bool blind = dpdk_ && (rx_fd < 0 || dpdk_->rx_interrupt_is_hint());
+  const bool blind = link_ && (rx_fd < 0 || link_->rx_interrupt_is_hint());
   const auto until = [](uint64_t deadline, uint64_t now) { return deadline > now ? deadline - now : 0; };
   uint64_t looked = 0;      // when this thread last checked on the application
   bool holding = false;     // this turn runs on the CPU the application last called from
@@ -337,7 +340,7 @@ void Engine::run() {
     const uint64_t app = app_last_ns_.load(std::memory_order_relaxed);
     const uint64_t since_app = app_quiet_ns(now, app, holding, turn_start);
     // The peer rings memif's bell when this thread arms it for one-sided requests (below).
-    const bool bell = dpdk_ && dpdk_->peer_rings();
+    const bool bell = link_ && link_->peer_rings();
     AppSeen seen;
     seen.inside = app_inside_.load(std::memory_order_relaxed) != 0;
     seen.quiet_ns = since_app;
@@ -365,7 +368,7 @@ void Engine::run() {
       // take a CPU from one of the spinning applications: it stays unarmed, and the naps long (a poll that
       // lingers in vain rings the doorbell).
       lingering = linger_window_.load(std::memory_order_relaxed) != 0;
-      if (!lingering) armed = dpdk_->enable_rx_interrupt(/*requests_only=*/true);
+      if (!lingering) armed = link_->enable_rx_interrupt(/*requests_only=*/true);
       uint64_t deadline = kNever;
       if (lock.try_lock()) {
         // Posts waiting for the end of the application's burst go with this pass, as with one of its
@@ -402,10 +405,10 @@ void Engine::run() {
       } else {
         sleep_ns = deadline == kNever ? Sleeper::kForever : deadline - now;
       }
-      if (rx_fd >= 0) armed = dpdk_->enable_rx_interrupt();
+      if (rx_fd >= 0) armed = link_->enable_rx_interrupt();
       // A frame that came after the pass and before arming woke nobody: one more pass finds it.
       if (armed && thread_pass_locked()) {
-        dpdk_->disable_rx_interrupt();
+        link_->disable_rx_interrupt();
         last_work = clock_.now_ns();
         nap = first_nap();
         continue;
@@ -435,11 +438,11 @@ void Engine::run() {
     // CPU until the next tick (docs/latency.md). A verb that still reads the old sleeping_until_ rings the
     // doorbell for nothing; one that reads 0 leaves its deadline to this thread's next pass.
     sleeping_until_.store(0, std::memory_order_relaxed);
-    if (armed && !dpdk_->rx_interrupt_needs_lock()) {
-      dpdk_->disable_rx_interrupt();
+    if (armed && !link_->rx_interrupt_needs_lock()) {
+      link_->disable_rx_interrupt();
     } else if (armed) {
       std::lock_guard relock(mu_);
-      dpdk_->disable_rx_interrupt();
+      link_->disable_rx_interrupt();
     }
     if (polling) continue;
     if (backoff && !fired) continue;  // nothing woke us: keep backing off
@@ -458,7 +461,7 @@ void Engine::at_exit() {
     // peer's PMD frees the shared ring with whatever it has not read when the link goes.
     flush_posted_locked();
     progress_locked();
-    if (dpdk_) dpdk_->linger();
+    if (link_) link_->linger();
   }
   if (runtime::env_flag("UROCE_STATS_ON_EXIT")) print_stats(stderr);
 }

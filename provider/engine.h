@@ -53,7 +53,8 @@
 
 namespace uroce::glue {
 class DpdkPort;
-}
+class Port;
+}  // namespace uroce::glue
 
 namespace uroce::provider {
 
@@ -243,7 +244,8 @@ class Engine {
 
   DeviceLock mu_;
   std::unique_ptr<PacketIo> port_;
-  glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port
+  glue::Port* link_ = nullptr;             // port_ when it is a link port (DPDK's or uroce's memif client)
+  glue::DpdkPort* dpdk_ = nullptr;         // port_ when it is a DPDK port (EAL threads, the interrupt gate)
   const FastClock& clock_ = fast_clock();  // one per process: the CM service's deadlines are compared with it
   std::unique_ptr<Device> dev_;
   std::unique_ptr<NetdevLink> netdev_;  // UROCE_NETDEV only; stopped before dev_ goes

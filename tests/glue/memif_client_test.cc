@@ -117,16 +117,16 @@ TEST(MemifClient, EverySizeBothWaysWithDpdksServerEveryBufferHome) {
   const auto lens = every_size(kMaxFrame);
   EXPECT_EQ(exchange(*client, *server, *client, lens, 0xC1), "");
   EXPECT_EQ(exchange(*server, *client, *client, lens, 0x5E), "");
-  EXPECT_EQ(client->stats().rx_bad, 0u);
-  EXPECT_GE(client->stats().tx_frames, lens.size());
-  EXPECT_GE(client->stats().rx_frames, lens.size());
-  EXPECT_EQ(client->stats().interrupts, 0u) << "DPDK's server polls: it masks the ring's interrupt";
+  EXPECT_EQ(client->client_stats().rx_bad, 0u);
+  EXPECT_GE(client->client_stats().tx_frames, lens.size());
+  EXPECT_GE(client->client_stats().rx_frames, lens.size());
+  EXPECT_EQ(client->client_stats().interrupts, 0u) << "DPDK's server polls: it masks the ring's interrupt";
 
   // The server goes: the client sees its link go down and takes every buffer in the rings back.
   server.reset();
   ASSERT_TRUE(serve_until(*client, [&] { return !client->link_up(); })) << "the link stayed up";
   EXPECT_EQ(client->free_buffers(), client->buffers());
-  EXPECT_EQ(client->stats().disconnects, 1u);
+  EXPECT_EQ(client->client_stats().disconnects, 1u);
   EXPECT_NE(client->last_disconnect(), "");
   PktBuf* b;
   ASSERT_EQ(client->alloc_burst(&b, 1), 1);
@@ -142,8 +142,82 @@ TEST(MemifClient, EverySizeBothWaysWithDpdksServerEveryBufferHome) {
   const std::vector<uint16_t> some(500, 1500);
   EXPECT_EQ(exchange(*client, *server, *client, some, 0xC2), "");
   EXPECT_EQ(exchange(*server, *client, *client, some, 0x5F), "");
-  EXPECT_EQ(client->stats().connects, 2u);
+  EXPECT_EQ(client->client_stats().connects, 2u);
   EXPECT_EQ(server->pool_available(), server->pool_size());
+}
+
+// A closing end waits until the other has read what it sent (the link drain of link_drain.h), both ways:
+// the client asks DPDK's server (a DpdkPort answers from its rx_burst), and answers the server's query.
+TEST(MemifClient, AClosingEndWaitsForThePeerToReadWhatItSent) {
+  TempDir dir;
+  auto server = dpdk_server(dir.file("m.sock"));
+  auto client = client_or_fail(config(dir.file("m.sock")));
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(client->wait_link_up(seconds(5))) << client->last_disconnect();
+  ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
+  const wire::MacAddr mac{2, 0, 0, 0, 0, 1};
+  constexpr uint16_t kFrames = 20;
+  PktBuf* bufs[kBurst];
+
+  // The client closes right after sending; the server reads nothing for 100 ms, then everything.
+  client->set_close_linger_ms(5000);
+  ASSERT_EQ(client->alloc_burst(bufs, kFrames), kFrames);
+  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], mac, mac, 7, i, 200);
+  ASSERT_EQ(client->tx_burst(bufs, kFrames), kFrames);
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    client.reset();
+    closed = true;
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(closed) << "the client closed before the server had read anything";
+  uint16_t got = 0;
+  const auto deadline = Clock::now() + seconds(10);
+  while ((got < kFrames || !closed) && Clock::now() < deadline) {
+    const uint16_t n = server->rx_burst(bufs, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      uint32_t tag = 0, seq = 0;
+      if (test::is_test_frame(*bufs[i], &tag, &seq) && tag == 7) {
+        EXPECT_EQ(seq, got);
+        ++got;
+      }
+    }
+    server->free_burst(bufs, n);
+  }
+  closer.join();
+  EXPECT_EQ(got, kFrames);
+  EXPECT_EQ(server->drain_answers_sent(), 1u);
+
+  // Now the server closes right after sending, and the client, polling, answers its query.
+  client = client_or_fail(config(dir.file("m.sock")));
+  ASSERT_TRUE(client && client->wait_link_up(seconds(5))) << client->last_disconnect();
+  ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
+  PktBuf* r;
+  ASSERT_EQ(client->rx_burst(&r, 1), 0);  // hands the server its buffers
+  server->set_close_linger_ms(5000);
+  ASSERT_EQ(server->alloc_burst(bufs, kFrames), kFrames);
+  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], mac, mac, 8, i, 200);
+  ASSERT_EQ(server->tx_burst(bufs, kFrames), kFrames);
+  closed = false;
+  std::thread server_closer([&] {
+    server.reset();
+    closed = true;
+  });
+  got = 0;
+  while ((got < kFrames || !closed) && Clock::now() < deadline + seconds(10)) {
+    const uint16_t n = client->rx_burst(bufs, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      uint32_t tag = 0, seq = 0;
+      if (test::is_test_frame(*bufs[i], &tag, &seq) && tag == 8) {
+        EXPECT_EQ(seq, got);
+        ++got;
+      }
+    }
+    client->free_burst(bufs, n);
+  }
+  server_closer.join();
+  EXPECT_EQ(got, kFrames);
+  EXPECT_EQ(client->client_stats().drain_answers, 1u);
 }
 
 // A server scripted here, one step at a time: it accepts one client, says HELLO, and maps what the client
@@ -291,7 +365,7 @@ TEST(MemifClient, WhatAServerWritesIsCheckedBeforeItIsUsed) {
     EXPECT_EQ(bufs[i]->data[0], 0xAB) << "frame " << i << " was read from where the server pointed";
   }
   client->free_burst(bufs, n);
-  EXPECT_EQ(client->stats().rx_bad, 4u);
+  EXPECT_EQ(client->client_stats().rx_bad, 4u);
   EXPECT_TRUE(client->link_up());
 
   // Sent frames come home once the server's tail passes them; a tail beyond them is a broken server.

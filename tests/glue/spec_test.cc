@@ -39,6 +39,14 @@ TEST(PortSpec, Memif) {
   EXPECT_EQ(vdev_args(s, 4352), "role=client,id=0,socket=m.sock,socket-abstract=no,bsize=4352,rsize=10");
   EXPECT_EQ(s.effective_wait_ms(), 3000);
 
+  // driver=uroce: uroce's own memif client instead of DPDK's PMD; a client only.
+  EXPECT_FALSE(s.own_driver);
+  EXPECT_TRUE(parse_ok("memif:socket=m.sock,role=client,driver=uroce").own_driver);
+  EXPECT_FALSE(parse_ok("memif:socket=m.sock,role=client,driver=dpdk").own_driver);
+  EXPECT_NE(parse_err("memif:socket=m.sock,role=server,driver=uroce").find("'driver'"), std::string::npos);
+  EXPECT_NE(parse_err("memif:socket=m.sock,role=client,driver=vpp").find("'driver'"), std::string::npos);
+  EXPECT_NE(parse_err("af_packet:iface=x,driver=uroce").find("'driver'"), std::string::npos);
+
   // Abstract sockets have no permissions (any local user could attach): refused, naming the value.
   const std::string e = parse_err("memif:socket=@uroce,role=client");
   EXPECT_NE(e.find("'@uroce'"), std::string::npos) << e;

@@ -1,0 +1,36 @@
+#include "pmd_glue/open_port.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/dpdk_spec.h"
+#include "pmd_glue/memif_client.h"
+#include "runtime/env_vars.h"
+
+namespace uroce::glue {
+
+std::unique_ptr<Port> open_port(const std::string& text, std::string* err) {
+  PortSpec spec;
+  if (!parse_port_spec(text, &spec, err)) return nullptr;
+  if (!spec.own_driver) return DpdkPort::open(text, err);
+  MemifClientConfig cfg;
+  cfg.socket = spec.socket;
+  cfg.id = spec.id;
+  cfg.log2_ring = spec.log2_ring;
+  cfg.buffer_size = kMaxFrame;
+  // Both rings and a few bursts (memif_client.h says why no more); mbufs= sizes DPDK's pools only.
+  cfg.buffers = (2u << spec.log2_ring) + 4 * kBurst;
+  cfg.bell = runtime::env_flag("UROCE_MEMIF_BELL", true);  // as DpdkPort::open_bell
+  auto c = MemifClient::create(cfg, err);
+  if (!c) return nullptr;
+  if (!c->wait_link_up(std::chrono::milliseconds(spec.effective_wait_ms()))) {
+    *err = text + ": no memif server answered at " + spec.socket + " within " +
+           std::to_string(spec.effective_wait_ms()) + " ms" +
+           (c->last_disconnect().empty() ? "" : " (" + c->last_disconnect() + ")") + "; wait= gives it time";
+    return nullptr;
+  }
+  return c;
+}
+
+}  // namespace uroce::glue
