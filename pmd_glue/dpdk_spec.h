@@ -4,7 +4,9 @@
 //                                          shared-memory link to another process (PATH on the filesystem,
 //                                          see "memif and other users" below). driver=uroce (client only):
 //                                          uroce's own memif client (memif_client.h) instead of DPDK's PMD,
-//                                          which builds and reads frames in the shared region
+//                                          which builds and reads frames in the shared region (the transport
+//                                          then parses frames the server could still rewrite: the server is
+//                                          the same user, see docs/design/memif-datapath.md)
 //   af_packet:iface=NAME[,rsize=LOG2][,promisc=0|1]
 //                                          a kernel interface through a PACKET_MMAP socket; its rx ring
 //                                          holds 8 MiB of slots (4096 at MTU <= 1964), or 2^LOG2 slots.
