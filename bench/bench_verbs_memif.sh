@@ -13,6 +13,7 @@
 #                  ib_write_lat once more with UROCE_ENGINE_SCHED=boost, set beside the default's;
 #                  ib_write_bw, ib_send_bw, ib_send_lat and ib_write_lat with the client on uroce's own
 #                  memif client (driver=uroce) instead of DPDK's PMD, set beside DPDK's (no target);
+#                  ib_write_bw through the switch with both processes on it (UROCE_MEMIF_DRIVER=uroce);
 #   uroce switch   ib_write_bw -s 65536 with both sides on the host switch (`uroce run --port uroced`, as
 #                  tests/uroced/uroced_pair.sh);
 #   idle           an ibv_rc_pingpong server on a memif port that no client joins: utime+stime over 10 s.
@@ -140,7 +141,7 @@ echo "sockperf TCP loopback ping-pong, 14 B: one-way median ${tcp_med:-?} us, p9
 echo
 echo "== uroce over a memif pair and through the host switch: perftest, median of $reps runs each"
 : >"$dir/bw" >"$dir/rbw" >"$dir/sbw" >"$dir/ubw" >"$dir/wl" >"$dir/wl99" >"$dir/sl" >"$dir/sl99" >"$dir/ul"
-: >"$dir/obw" >"$dir/osbw" >"$dir/owl" >"$dir/osl"
+: >"$dir/obw" >"$dir/osbw" >"$dir/owl" >"$dir/osl" >"$dir/oubw"
 for r in $(seq "$reps"); do
   line=$(pair ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
   echo "ib_write_bw  64 KiB run $r: $line"
@@ -148,6 +149,9 @@ for r in $(seq "$reps"); do
   line=$(pair_switch ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
   echo "ib_write_bw  64 KiB switch run $r: $line"
   echo "$line" | awk '{print $4}' >>"$dir/ubw"
+  line=$(UROCE_MEMIF_DRIVER=uroce pair_switch ib_write_bw -d uroce0 -x 0 -F -s 65536 -D 3 --report_gbits)
+  echo "ib_write_bw  64 KiB switch own client run $r: $line"
+  echo "$line" | awk '{print $4}' >>"$dir/oubw"
   line=$(pair ib_read_bw -d uroce0 -x 0 -F -s 65536 -D 2 --report_gbits)
   echo "ib_read_bw   64 KiB run $r: $line"
   echo "$line" | awk '{print $4}' >>"$dir/rbw"
@@ -202,7 +206,7 @@ wl99=$(median <"$dir/wl99")
 sl=$(median <"$dir/sl")
 sl99=$(median <"$dir/sl99")
 ul=$(median <"$dir/ul")
-obw=$(median <"$dir/obw") osbw=$(median <"$dir/osbw") owl=$(median <"$dir/owl") osl=$(median <"$dir/osl")
+oubw=$(median <"$dir/oubw") obw=$(median <"$dir/obw") osbw=$(median <"$dir/osbw") owl=$(median <"$dir/owl") osl=$(median <"$dir/osl")
 echo
 echo "== idle: an ibv_rc_pingpong server with no client, 10 s"
 idle=$(idle_pct)
@@ -245,6 +249,7 @@ for t in write send; do
 done
 row "ib_send_lat 2 B median, UC (no ACKs) vs RC" "$ul" "$sl" "$(ratio "$ul" "$sl")" "(no target)"
 row "ib_write_bw 64 KiB Gb/s, own memif client vs DPDK's" "$obw" "$bw" "$(ratio "$obw" "$bw")" "(no target)"
+row "ib_write_bw via uroced Gb/s, own memif clients vs DPDK's" "$oubw" "$ubw" "$(ratio "$oubw" "$ubw")" "(no target)"
 row "ib_send_bw 64 B Mmsg/s, own memif client vs DPDK's" "$osbw" "$sbw" "$(ratio "$osbw" "$sbw")" "(no target)"
 row "ib_send_lat 2 B median, own memif client vs DPDK's" "$osl" "$sl" "$(ratio "$osl" "$sl")" "(no target)"
 row "ib_write_lat 2 B median, own memif client vs DPDK's" "$owl" "$wl" "$(ratio "$owl" "$wl")" "(no target)"

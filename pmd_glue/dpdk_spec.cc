@@ -202,6 +202,7 @@ bool parse_port_spec(const std::string& text, PortSpec* out, std::string* err) {
     } else if (key == "driver") {
       if (val != "dpdk" && val != "uroce") return fail(err, where + "key 'driver' must be dpdk or uroce");
       s.own_driver = val == "uroce";
+      s.driver_given = true;
     } else if (key == "mbufs") {
       if (!parse_uint<uint32_t>(val, 256, 1u << 20, &s.mbufs))
         return fail(err, where + "key 'mbufs': 256..1048576");

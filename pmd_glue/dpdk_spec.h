@@ -53,8 +53,9 @@ struct PortSpec {
   std::string socket;  // filesystem path (never abstract)
   bool server = false;
   uint32_t id = 0;
-  uint8_t log2_ring = 10;   // memif; af_packet when ring_size_given
-  bool own_driver = false;  // memif client: driver=uroce
+  uint8_t log2_ring = 10;     // memif; af_packet when ring_size_given
+  bool own_driver = false;    // memif client: driver=uroce
+  bool driver_given = false;  // the spec named a driver (else UROCE_MEMIF_DRIVER picks: open_port.h)
   bool ring_size_given = false;
   // af_packet, tap
   std::string iface;

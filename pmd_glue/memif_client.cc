@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -130,7 +131,16 @@ bool MemifClient::wait_link_up(std::chrono::milliseconds timeout) {
 }
 
 void MemifClient::try_connect() {
-  next_try_ = Clock::now() + kRetry;
+  const auto now = Clock::now();
+  next_try_ = now + kRetry;
+  // The socket of the server we were linked to, still there: most likely that server is closing (its link
+  // went down first, the socket goes last), and DPDK 22.11's PMD crashes when a client connects in that
+  // window (its interrupt thread serves the new connection while the device is being freed). A server
+  // that comes back makes a new socket file; the same one is tried again only after kSameServerRetry.
+  struct stat st {};
+  if (stat(cfg_.socket.c_str(), &st) != 0) return;
+  const bool same = linked_ && st.st_dev == linked_dev_ && st.st_ino == linked_ino_;
+  if (same && now - last_down_ < kSameServerRetry) return;
   sock_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock_ < 0) return;
   sockaddr_un sa{};
@@ -143,6 +153,9 @@ void MemifClient::try_connect() {
   }
   state_ = State::kHello;
   handshake_since_ = Clock::now();
+  linked_ = true;
+  linked_dev_ = st.st_dev;
+  linked_ino_ = st.st_ino;
 }
 
 bool MemifClient::read_messages() {
@@ -311,7 +324,8 @@ void MemifClient::link_down(const std::string& why, bool tell_server) {
   for (; s2c_next_ != s2c_head_; ++s2c_next_) free_.push(s2c_buf_[s2c_next_ & mask_]);
   in_chain_ = false;
   state_ = State::kDown;
-  next_try_ = Clock::now() + kRetry;
+  last_down_ = Clock::now();
+  next_try_ = last_down_ + kRetry;
   last_disconnect_ = why;
 }
 

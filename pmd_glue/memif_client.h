@@ -54,7 +54,8 @@ class MemifClient final : public Port {
   MemifClient& operator=(const MemifClient&) = delete;
 
   // Serves the control channel without blocking: connects while down (again after a link went down, at
-  // most every kRetry), reads what the server sent, answers. Returns link_up().
+  // most every kRetry; to the same socket file as before only after kSameServerRetry), reads what the
+  // server sent, answers. Returns link_up().
   bool service();
   // service() until the link is up or `timeout` passed.
   bool wait_link_up(std::chrono::milliseconds timeout);
@@ -104,6 +105,7 @@ class MemifClient final : public Port {
   enum class State { kDown, kHello, kHandshake, kConnected, kUp };
   static constexpr auto kRetry = std::chrono::milliseconds(20);
   static constexpr auto kHandshakeTimeout = std::chrono::seconds(2);
+  static constexpr auto kSameServerRetry = std::chrono::seconds(1);
   static constexpr unsigned kServiceEvery = 1024;
 
   explicit MemifClient(const MemifClientConfig& cfg) : cfg_(cfg) {}
@@ -132,7 +134,10 @@ class MemifClient final : public Port {
 
   State state_ = State::kDown;
   int handshake_step_ = 0;
-  std::chrono::steady_clock::time_point next_try_{}, handshake_since_{};
+  std::chrono::steady_clock::time_point next_try_{}, handshake_since_{}, last_down_{};
+  bool linked_ = false;  // the socket file of the server last connected to (try_connect)
+  dev_t linked_dev_ = 0;
+  ino_t linked_ino_ = 0;
 
   std::vector<PktBuf> pkt_;  // one per buffer; impl holds nothing, the index is pkt - pkt_.data()
   // Free buffers, first in first out: a buffer the server has just read (still in its core's cache) is

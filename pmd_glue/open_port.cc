@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "pmd_glue/dpdk_port.h"
 #include "pmd_glue/dpdk_spec.h"
@@ -13,6 +15,15 @@ namespace uroce::glue {
 std::unique_ptr<Port> open_port(const std::string& text, std::string* err) {
   PortSpec spec;
   if (!parse_port_spec(text, &spec, err)) return nullptr;
+  if (spec.kind == PortKind::kMemif && !spec.server && !spec.driver_given) {
+    const char* d = std::getenv("UROCE_MEMIF_DRIVER");
+    const std::string_view drv = d ? d : "";
+    if (!drv.empty() && drv != "dpdk" && drv != "uroce") {
+      *err = "UROCE_MEMIF_DRIVER=" + std::string(drv) + ": expected dpdk|uroce";
+      return nullptr;
+    }
+    spec.own_driver = drv == "uroce";
+  }
   if (!spec.own_driver) return DpdkPort::open(text, err);
   MemifClientConfig cfg;
   cfg.socket = spec.socket;

@@ -1,5 +1,5 @@
-// Opens the port a spec names (dpdk_spec.h): a DpdkPort, or uroce's own memif client for a memif spec with
-// driver=uroce.
+// Opens the port a spec names (dpdk_spec.h): a DpdkPort, or uroce's own memif client for a memif client spec
+// with driver=uroce, or with no driver= while UROCE_MEMIF_DRIVER=uroce.
 #pragma once
 
 #include <memory>

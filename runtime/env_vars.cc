@@ -39,6 +39,9 @@ constexpr EnvVar kVars[] = {
   {"UROCE_MEMIF_BELL", kFlag, "0|1", 0, 0, "1", "pmd_glue",
    "0: memif ports open no bell, so a sleeping end wakes for frames only at the end of its nap "
    "(pmd_glue/memif_bell.h)"},
+  {"UROCE_MEMIF_DRIVER", kChoice, "dpdk|uroce", 0, 0, "dpdk", "pmd_glue",
+   "the driver of a memif client port whose spec names none (driver= in pmd_glue/dpdk_spec.h), uroced's "
+   "leases included; uroce: uroce's own memif client (docs/design/memif-datapath.md)"},
   {"UROCE_DPDK_EAL_ARGS", kText, "words", 0, 0, "(none)", "pmd_glue",
    "extra EAL arguments, split at spaces, appended to uroce's"},
   {"UROCE_STATS_ON_EXIT", kFlag, "0|1", 0, 0, "0", "provider",
