@@ -55,7 +55,7 @@ class TxHold {
 
 }  // namespace
 
-bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
+bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token, bool in_burst) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (m == nullptr) return false;
   const wire::MacAddr src = mac();
@@ -63,9 +63,13 @@ bool DpdkPort::send_link_frame(uint16_t subtype, uint32_t token) {
   m->data_len = m->pkt_len = link_drain::kFrameLen;
   uint16_t k = 0;
   {
-    const IntrGateBurst gate(&gate_);  // already held when called from rx_burst: entering again is fine
+    // From rx_burst the burst's own hold on the gate keeps the interrupt thread out of the PMD. Entering
+    // again is not free: while the gate is being opened (it waits for bursts to end) a second try_enter
+    // fails, and an answer lost that way left the querier waiting for its whole linger.
+    std::optional<IntrGateBurst> gate;
+    if (!in_burst) gate.emplace(&gate_);
     const TxHold hold(&tx_busy_);
-    if (gate) k = rte_eth_tx_burst(port_id_, 0, &m, 1);
+    if (in_burst || *gate) k = rte_eth_tx_burst(port_id_, 0, &m, 1);
     if (k && bell_) bell_->ring_if_armed();
   }
   if (k == 0) rte_pktmbuf_free(m);  // ring full or link down: the querier asks again
@@ -80,7 +84,8 @@ bool DpdkPort::take_link_frame(rte_mbuf* m) {
   if (!link_drain::parse(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &subtype, &token)) return false;
   rte_pktmbuf_free(m);
   if (subtype == kQuery) {
-    if (send_link_frame(kAnswer, token)) drain_answers_sent_.fetch_add(1, std::memory_order_relaxed);
+    if (send_link_frame(kAnswer, token, /*in_burst=*/true))
+      drain_answers_sent_.fetch_add(1, std::memory_order_relaxed);
   } else if (token == drain_token_ && token != 0) {
     drain_answered_ = true;
   }

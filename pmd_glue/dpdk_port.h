@@ -118,7 +118,7 @@ class DpdkPort final : public Port {
   void teardown();
   uint16_t deliver_chain(struct rte_mbuf* m, PktBuf** out);
   bool take_link_frame(struct rte_mbuf* m);
-  bool send_link_frame(uint16_t subtype, uint32_t token);
+  bool send_link_frame(uint16_t subtype, uint32_t token, bool in_burst = false);  // in_burst: from rx_burst
   void drain_peer();
   void open_bell();
   void find_af_packet_socket(const std::vector<int>& fds_before);

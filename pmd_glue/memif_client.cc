@@ -159,10 +159,11 @@ void MemifClient::try_connect() {
 }
 
 bool MemifClient::read_messages() {
-  while (sock_ >= 0) {
+  // At most a few messages a call: a server that streams them must not keep the datapath here.
+  for (int budget = kMessagesPerService; sock_ >= 0 && budget > 0; --budget) {
     memif::Msg m{};
     iovec iov{&m, sizeof m};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 4)];
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 4)] = {};
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -170,6 +171,12 @@ bool MemifClient::read_messages() {
     mh.msg_controllen = sizeof ctl;
     const ssize_t r = recvmsg(sock_, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (r <= 0) {  // no control data was written: nothing to close
+      link_down(r == 0 ? "the server closed the control socket"
+                       : std::string("control socket: ") + std::strerror(errno),
+                false);
+      return false;
+    }
     // The server sends no file descriptors; any that came are closed, not leaked.
     for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -180,19 +187,13 @@ bool MemifClient::read_messages() {
         close(fd);
       }
     }
-    if (r <= 0) {
-      link_down(r == 0 ? "the server closed the control socket"
-                       : std::string("control socket: ") + std::strerror(errno),
-                false);
-      return false;
-    }
     if (r != sizeof m || (mh.msg_flags & MSG_TRUNC)) {
       link_down("a control message of " + std::to_string(r) + " bytes (memif's are 128)", true);
       return false;
     }
     if (!on_message(m)) return false;
   }
-  return false;
+  return sock_ >= 0;
 }
 
 bool MemifClient::on_message(const memif::Msg& m) {
@@ -322,7 +323,9 @@ void MemifClient::link_down(const std::string& why, bool tell_server) {
   // Every buffer in a ring comes home; those in the caller's hands stay there.
   for (; c2s_done_ != c2s_head_; ++c2s_done_) free_.push(c2s_buf_[c2s_done_ & mask_]);
   for (; s2c_next_ != s2c_head_; ++s2c_next_) free_.push(s2c_buf_[s2c_next_ & mask_]);
+  c2s_head_ = c2s_done_ = s2c_head_ = s2c_next_ = 0;
   in_chain_ = false;
+  pending_answer_ = 0;
   state_ = State::kDown;
   last_down_ = Clock::now();
   next_try_ = last_down_ + kRetry;
@@ -339,6 +342,7 @@ void MemifClient::reclaim_tx() {
 }
 
 void MemifClient::refill_rx() {
+  if (state_ != State::kUp) return;
   const uint16_t before = s2c_head_;
   memif::Ring* r = s2c();
   while (static_cast<uint16_t>(s2c_head_ - s2c_next_) <= mask_ && !free_.empty()) {
@@ -373,10 +377,13 @@ uint16_t MemifClient::tx_burst(PktBuf** bufs, uint16_t n) {
   if (k < n) ++stats_.tx_ring_full;
   memif::Ring* r = c2s();
   for (uint16_t j = 0; j < k; ++j) {
-    const uint32_t i = static_cast<uint32_t>(bufs[j] - pkt_.data());
+    const uint32_t i = index_of(bufs[j]);
     const uint16_t slot = (c2s_head_ + j) & mask_;
-    r->desc[slot] = memif::Desc{0, 0, bufs[j]->len,
-                                static_cast<uint32_t>(buffers_off_ + size_t{i} * cfg_.buffer_size), 0};
+    // The frame may start anywhere in its buffer, but must end inside it: the server copies `length`
+    // bytes from `offset` without checking them against anything.
+    const PktBuf& b = *bufs[j];
+    if (b.data < buffer(i) || b.len == 0 || b.data + b.len > buffer(i) + cfg_.buffer_size) std::abort();
+    r->desc[slot] = memif::Desc{0, 0, b.len, static_cast<uint32_t>(b.data - base_), 0};
     c2s_buf_[slot] = i;
   }
   if (k == 0) return 0;
@@ -400,7 +407,17 @@ uint16_t MemifClient::tx_burst(PktBuf** bufs, uint16_t n) {
 }
 
 uint16_t MemifClient::rx_burst(PktBuf** bufs, uint16_t n) {
-  if (state_ != State::kUp || ++rx_calls_ % kServiceEvery == 0) service();
+  // The control channel while down, and while up once a millisecond (a clock read every kServiceEvery
+  // calls): a server's DISCONNECT or EOF is noticed within about that.
+  if (state_ != State::kUp) {
+    service();
+  } else if (++rx_calls_ % kServiceEvery == 0) {
+    const auto now = Clock::now();
+    if (now - last_service_ >= kServiceInterval) {
+      last_service_ = now;
+      service();
+    }
+  }
   if (state_ != State::kUp) return 0;
   memif::Ring* r = s2c();
   const uint16_t tail = load_acquire(r->tail);
@@ -433,6 +450,12 @@ uint16_t MemifClient::rx_burst(PktBuf** bufs, uint16_t n) {
     bufs[got++] = &pkt_[i];
   }
   refill_rx();
+  // A drain query is answered after the ring was read, never from inside the loop above: sending can take
+  // the link down (a broken server), which returns every ring buffer to the free list.
+  if (pending_answer_ && send_link_frame(link_drain::kAnswer, pending_answer_)) {
+    ++stats_.drain_answers;
+    pending_answer_ = 0;
+  }
   return got;
 }
 
@@ -441,7 +464,7 @@ bool MemifClient::take_link_frame(const PktBuf& b) {
   uint32_t token = 0;
   if (!link_drain::parse(b.data, b.len, &subtype, &token)) return false;
   if (subtype == link_drain::kQuery) {
-    if (send_link_frame(link_drain::kAnswer, token)) ++stats_.drain_answers;
+    pending_answer_ = token;  // sent at the end of rx_burst (and retried there until it goes)
   } else if (token == drain_token_ && token != 0) {
     drain_answered_ = true;
   }
@@ -498,7 +521,13 @@ PortStats MemifClient::stats() const {
 }
 
 void MemifClient::free_burst(PktBuf** bufs, uint16_t n) {
-  for (uint16_t j = 0; j < n; ++j) free_.push(static_cast<uint32_t>(bufs[j] - pkt_.data()));
+  for (uint16_t j = 0; j < n; ++j) free_.push(index_of(bufs[j]));
+}
+
+uint32_t MemifClient::index_of(const PktBuf* b) const {
+  // A buffer that is not one of ours would corrupt the free list or send another's memory: a caller bug.
+  if (b < pkt_.data() || b >= pkt_.data() + pkt_.size() || free_.size() >= cfg_.buffers) std::abort();
+  return static_cast<uint32_t>(b - pkt_.data());
 }
 
 }  // namespace uroce::glue

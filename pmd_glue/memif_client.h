@@ -13,7 +13,10 @@
 // Trust. The server can write the shared region at any moment. Lengths it writes are checked against the
 // buffer size; a chained frame (this client's buffers hold any frame, so an honest server never chains)
 // is dropped and counted; a tail that claims slots it was never given takes the link down. The caller
-// must treat a received frame's bytes as the server's to change until it has copied what it parses.
+// must treat a received frame's bytes as the server's to change until it has copied what it parses. When
+// the link goes down every ring buffer comes home at once, while a server's datapath thread may still be
+// finishing a copy into one; the free list's order (first in first out) puts thousands of frames between
+// that and the buffer's next use.
 //
 // Threads: one. Everything here, service() included, runs on the thread that owns the port.
 #pragma once
@@ -64,8 +67,9 @@ class MemifClient final : public Port {
   int control_fd() const { return sock_; }
 
   // PacketIo. Down, tx_burst takes nothing (backpressure, as DpdkPort) and rx_burst finds nothing but
-  // serves the control channel (also every kServiceEvery calls while up: a server's DISCONNECT). Link
-  // drain frames (link_drain.h) are answered or taken here, never delivered.
+  // serves the control channel (also once a millisecond while up: a server's DISCONNECT). Link drain
+  // frames (link_drain.h) are answered or taken here, never delivered. A buffer given back that is not
+  // this client's, or a frame that does not end inside its buffer, is a caller bug: the process aborts.
   uint16_t alloc_burst(PktBuf** bufs, uint16_t n) override;
   uint16_t tx_burst(PktBuf** bufs, uint16_t n) override;
   uint16_t rx_burst(PktBuf** bufs, uint16_t n) override;
@@ -106,7 +110,9 @@ class MemifClient final : public Port {
   static constexpr auto kRetry = std::chrono::milliseconds(20);
   static constexpr auto kHandshakeTimeout = std::chrono::seconds(2);
   static constexpr auto kSameServerRetry = std::chrono::seconds(1);
-  static constexpr unsigned kServiceEvery = 1024;
+  static constexpr unsigned kServiceEvery = 64;
+  static constexpr auto kServiceInterval = std::chrono::milliseconds(1);
+  static constexpr int kMessagesPerService = 16;
 
   explicit MemifClient(const MemifClientConfig& cfg) : cfg_(cfg) {}
   bool setup(std::string* err);
@@ -118,7 +124,8 @@ class MemifClient final : public Port {
   void link_down(const std::string& why, bool tell_server);
   void reclaim_tx();
   void refill_rx();
-  bool take_link_frame(const PktBuf& b);  // true: a drain frame, handled
+  uint32_t index_of(const PktBuf* b) const;  // aborts on a buffer that is not this client's
+  bool take_link_frame(const PktBuf& b);     // true: a drain frame, handled
   bool send_link_frame(uint16_t subtype, uint32_t token);
 
   uint8_t* buffer(uint32_t i) const { return base_ + buffers_off_ + size_t{i} * cfg_.buffer_size; }
@@ -134,7 +141,7 @@ class MemifClient final : public Port {
 
   State state_ = State::kDown;
   int handshake_step_ = 0;
-  std::chrono::steady_clock::time_point next_try_{}, handshake_since_{}, last_down_{};
+  std::chrono::steady_clock::time_point next_try_{}, handshake_since_{}, last_down_{}, last_service_{};
   bool linked_ = false;  // the socket file of the server last connected to (try_connect)
   dev_t linked_dev_ = 0;
   ino_t linked_ino_ = 0;
@@ -173,7 +180,8 @@ class MemifClient final : public Port {
   unsigned rx_calls_ = 0;
   uint32_t close_linger_ms_ = 0;
   bool sent_since_linger_ = false;
-  uint32_t drain_token_ = 0;  // of the drain query this client waits on (0: none)
+  uint32_t drain_token_ = 0;     // of the drain query this client waits on (0: none)
+  uint32_t pending_answer_ = 0;  // a drain query's token, answered at the end of rx_burst
   bool drain_answered_ = false;
 
   Stats stats_;

@@ -99,6 +99,11 @@ struct Desc {
 };
 #pragma pack(pop)
 
+// DPDK lays the ring out in cache lines of RTE_CACHE_LINE_SIZE: 64 bytes on x86-64, 128 on some arm64
+// builds, where tail and the descriptors would sit elsewhere.
+#if !defined(__x86_64__)
+#error "memif_wire.h: the ring layout is DPDK's with 64-byte cache lines (x86-64)"
+#endif
 struct Ring {
   uint32_t cookie;
   uint16_t flags;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "pmd_glue/dpdk_port.h"
+#include "pmd_glue/link_drain.h"
 #include "tests/glue/frame_exchange.h"
 
 namespace uroce::glue {
@@ -146,6 +147,41 @@ TEST(MemifClient, EverySizeBothWaysWithDpdksServerEveryBufferHome) {
   EXPECT_EQ(server->pool_available(), server->pool_size());
 }
 
+// Sends `n` test frames tagged `tag` from tx, then closes `closing` (tx itself) on another thread while
+// this one polls rx: true once rx got all of them in order and the close returned. The close must not
+// return in the first 100 ms, when rx has read nothing yet.
+template <typename Closing>
+bool send_close_and_read(PacketIo& tx, PacketIo& rx, std::unique_ptr<Closing>& closing, uint32_t tag) {
+  const wire::MacAddr mac{2, 0, 0, 0, 0, 1};
+  constexpr uint16_t kFrames = 20;
+  PktBuf* bufs[kBurst];
+  if (tx.alloc_burst(bufs, kFrames) != kFrames) return false;
+  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], mac, mac, tag, i, 200);
+  if (tx.tx_burst(bufs, kFrames) != kFrames) return false;
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    closing.reset();
+    closed = true;
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(closed) << "the sender closed before its peer had read anything";
+  uint16_t got = 0;
+  const auto deadline = Clock::now() + seconds(10);
+  while ((got < kFrames || !closed) && Clock::now() < deadline) {
+    const uint16_t n = rx.rx_burst(bufs, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      uint32_t t = 0, seq = 0;
+      if (test::is_test_frame(*bufs[i], &t, &seq) && t == tag) {
+        EXPECT_EQ(seq, got);
+        ++got;
+      }
+    }
+    rx.free_burst(bufs, n);
+  }
+  closer.join();
+  return got == kFrames;
+}
+
 // A closing end waits until the other has read what it sent (the link drain of link_drain.h), both ways:
 // the client asks DPDK's server (a DpdkPort answers from its rx_burst), and answers the server's query.
 TEST(MemifClient, AClosingEndWaitsForThePeerToReadWhatItSent) {
@@ -155,37 +191,9 @@ TEST(MemifClient, AClosingEndWaitsForThePeerToReadWhatItSent) {
   ASSERT_TRUE(server && client);
   ASSERT_TRUE(client->wait_link_up(seconds(5))) << client->last_disconnect();
   ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
-  const wire::MacAddr mac{2, 0, 0, 0, 0, 1};
-  constexpr uint16_t kFrames = 20;
-  PktBuf* bufs[kBurst];
-
   // The client closes right after sending; the server reads nothing for 100 ms, then everything.
   client->set_close_linger_ms(5000);
-  ASSERT_EQ(client->alloc_burst(bufs, kFrames), kFrames);
-  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], mac, mac, 7, i, 200);
-  ASSERT_EQ(client->tx_burst(bufs, kFrames), kFrames);
-  std::atomic<bool> closed{false};
-  std::thread closer([&] {
-    client.reset();
-    closed = true;
-  });
-  std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_FALSE(closed) << "the client closed before the server had read anything";
-  uint16_t got = 0;
-  const auto deadline = Clock::now() + seconds(10);
-  while ((got < kFrames || !closed) && Clock::now() < deadline) {
-    const uint16_t n = server->rx_burst(bufs, kBurst);
-    for (uint16_t i = 0; i < n; ++i) {
-      uint32_t tag = 0, seq = 0;
-      if (test::is_test_frame(*bufs[i], &tag, &seq) && tag == 7) {
-        EXPECT_EQ(seq, got);
-        ++got;
-      }
-    }
-    server->free_burst(bufs, n);
-  }
-  closer.join();
-  EXPECT_EQ(got, kFrames);
+  EXPECT_TRUE(send_close_and_read(*client, *server, client, 7));
   EXPECT_EQ(server->drain_answers_sent(), 1u);
 
   // Now the server closes right after sending, and the client, polling, answers its query.
@@ -195,28 +203,7 @@ TEST(MemifClient, AClosingEndWaitsForThePeerToReadWhatItSent) {
   PktBuf* r;
   ASSERT_EQ(client->rx_burst(&r, 1), 0);  // hands the server its buffers
   server->set_close_linger_ms(5000);
-  ASSERT_EQ(server->alloc_burst(bufs, kFrames), kFrames);
-  for (uint16_t i = 0; i < kFrames; ++i) test::fill_frame(bufs[i], mac, mac, 8, i, 200);
-  ASSERT_EQ(server->tx_burst(bufs, kFrames), kFrames);
-  closed = false;
-  std::thread server_closer([&] {
-    server.reset();
-    closed = true;
-  });
-  got = 0;
-  while ((got < kFrames || !closed) && Clock::now() < deadline + seconds(10)) {
-    const uint16_t n = client->rx_burst(bufs, kBurst);
-    for (uint16_t i = 0; i < n; ++i) {
-      uint32_t tag = 0, seq = 0;
-      if (test::is_test_frame(*bufs[i], &tag, &seq) && tag == 8) {
-        EXPECT_EQ(seq, got);
-        ++got;
-      }
-    }
-    client->free_burst(bufs, n);
-  }
-  server_closer.join();
-  EXPECT_EQ(got, kFrames);
+  EXPECT_TRUE(send_close_and_read(*server, *client, server, 8));
   EXPECT_EQ(client->client_stats().drain_answers, 1u);
 }
 
@@ -396,6 +383,41 @@ TEST(MemifClient, AnRxTailPastTheGivenBuffersTakesTheLinkDown) {
   PktBuf* bufs[kBurst];
   EXPECT_EQ(client->rx_burst(bufs, kBurst), 0);
   EXPECT_FALSE(client->link_up());
+  EXPECT_EQ(client->free_buffers(), client->buffers());
+}
+
+// A drain query among the frames while the server has also broken the C2S ring: the answer, sent after the
+// ring was read, finds the broken tail and takes the link down; every buffer comes home exactly once.
+TEST(MemifClient, ADrainQueryBesideABrokenTailLosesNoBuffer) {
+  TempDir dir;
+  ScriptedServer s(dir.file("m.sock"));
+  ASSERT_TRUE(s.ok());
+  auto client = client_or_fail(config(dir.file("m.sock")));
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(s.accept_and_hello(*client));
+  ASSERT_TRUE(s.handshake(*client));
+  memif::Ring* r = s.s2c();
+  const uint8_t src[6] = {2, 0, 0, 0, 0, 9};
+  for (uint16_t i = 0; i < 3; ++i) {  // a frame, the query, a frame
+    memif::Desc& d = r->desc[i];
+    if (i == 1) {
+      link_drain::build(s.at(d.offset), src, link_drain::kQuery, 0x1234);
+      d.length = link_drain::kFrameLen;
+    } else {
+      std::memset(s.at(d.offset), 0xCD, 100);
+      d.length = 100;
+    }
+  }
+  std::atomic_ref<uint16_t>(s.c2s()->tail).store(5, std::memory_order_release);  // nothing was sent
+  std::atomic_ref<uint16_t>(r->tail).store(3, std::memory_order_release);
+  PktBuf* bufs[kBurst];
+  const uint16_t n = client->rx_burst(bufs, kBurst);
+  EXPECT_EQ(n, 2);
+  EXPECT_FALSE(client->link_up());
+  EXPECT_EQ(client->client_stats().drain_answers, 0u);
+  client->free_burst(bufs, n);
+  EXPECT_EQ(client->free_buffers(), client->buffers());
+  EXPECT_EQ(client->rx_burst(bufs, kBurst), 0);
   EXPECT_EQ(client->free_buffers(), client->buffers());
 }
 
