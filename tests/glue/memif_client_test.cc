@@ -107,13 +107,20 @@ std::unique_ptr<DpdkPort> dpdk_server(const std::string& sock) {
   return p;
 }
 
-TEST(MemifClient, EverySizeBothWaysWithDpdksServerEveryBufferHome) {
+// A client linked to DPDK's memif server PMD in this process.
+class DpdkServerLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server && client);
+    ASSERT_TRUE(client->wait_link_up(seconds(5))) << client->last_disconnect();
+    ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
+  }
   TempDir dir;
-  auto server = dpdk_server(dir.file("m.sock"));
-  auto client = client_or_fail(config(dir.file("m.sock")));
-  ASSERT_TRUE(server && client);
-  ASSERT_TRUE(client->wait_link_up(seconds(5))) << client->last_disconnect();
-  ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
+  std::unique_ptr<DpdkPort> server = dpdk_server(dir.file("m.sock"));
+  std::unique_ptr<MemifClient> client = client_or_fail(config(dir.file("m.sock")));
+};
+
+TEST_F(DpdkServerLink, EverySizeBothWaysEveryBufferHome) {
   EXPECT_EQ(client->max_frame(), kMaxFrame);
   const auto lens = every_size(kMaxFrame);
   EXPECT_EQ(exchange(*client, *server, *client, lens, 0xC1), "");
@@ -184,13 +191,7 @@ bool send_close_and_read(PacketIo& tx, PacketIo& rx, std::unique_ptr<Closing>& c
 
 // A closing end waits until the other has read what it sent (the link drain of link_drain.h), both ways:
 // the client asks DPDK's server (a DpdkPort answers from its rx_burst), and answers the server's query.
-TEST(MemifClient, AClosingEndWaitsForThePeerToReadWhatItSent) {
-  TempDir dir;
-  auto server = dpdk_server(dir.file("m.sock"));
-  auto client = client_or_fail(config(dir.file("m.sock")));
-  ASSERT_TRUE(server && client);
-  ASSERT_TRUE(client->wait_link_up(seconds(5))) << client->last_disconnect();
-  ASSERT_TRUE(serve_until(*client, [&] { return server->link_up(); }));
+TEST_F(DpdkServerLink, AClosingEndWaitsForThePeerToReadWhatItSent) {
   // The client closes right after sending; the server reads nothing for 100 ms, then everything.
   client->set_close_linger_ms(5000);
   EXPECT_TRUE(send_close_and_read(*client, *server, client, 7));
@@ -306,6 +307,20 @@ class ScriptedServer {
   unsigned log2_ = 0;
 };
 
+// A client linked to a ScriptedServer (the handshake done), for the tests that break the rings.
+class ScriptedLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(s.accept_and_hello(*client));
+    ASSERT_TRUE(s.handshake(*client));
+  }
+  TempDir dir;
+  ScriptedServer s{dir.file("m.sock")};
+  std::unique_ptr<MemifClient> client = client_or_fail(config(dir.file("m.sock")));
+};
+
 TEST(MemifClient, AServerWithoutMemif2IsRefusedWithAReason) {
   TempDir dir;
   ScriptedServer s(dir.file("m.sock"));
@@ -322,14 +337,7 @@ TEST(MemifClient, AServerWithoutMemif2IsRefusedWithAReason) {
 
 // A server writes the rings as it likes: a length over the buffer, a zero length and a chain are dropped
 // and counted, the frames around them arrive; a tail past the buffers it was given takes the link down.
-TEST(MemifClient, WhatAServerWritesIsCheckedBeforeItIsUsed) {
-  TempDir dir;
-  ScriptedServer s(dir.file("m.sock"));
-  ASSERT_TRUE(s.ok());
-  auto client = client_or_fail(config(dir.file("m.sock")));
-  ASSERT_TRUE(client);
-  ASSERT_TRUE(s.accept_and_hello(*client));
-  ASSERT_TRUE(s.handshake(*client));
+TEST_F(ScriptedLink, WhatAServerWritesIsCheckedBeforeItIsUsed) {
   memif::Ring* r = s.s2c();
   const uint16_t given = r->head;
   ASSERT_GE(given, 8) << "the client hands its rx buffers over when the link comes up";
@@ -370,14 +378,7 @@ TEST(MemifClient, WhatAServerWritesIsCheckedBeforeItIsUsed) {
   EXPECT_EQ(client->free_buffers(), client->buffers());
 }
 
-TEST(MemifClient, AnRxTailPastTheGivenBuffersTakesTheLinkDown) {
-  TempDir dir;
-  ScriptedServer s(dir.file("m.sock"));
-  ASSERT_TRUE(s.ok());
-  auto client = client_or_fail(config(dir.file("m.sock")));
-  ASSERT_TRUE(client);
-  ASSERT_TRUE(s.accept_and_hello(*client));
-  ASSERT_TRUE(s.handshake(*client));
+TEST_F(ScriptedLink, AnRxTailPastTheGivenBuffersTakesTheLinkDown) {
   memif::Ring* r = s.s2c();
   std::atomic_ref<uint16_t>(r->tail).store(static_cast<uint16_t>(r->head + 1), std::memory_order_release);
   PktBuf* bufs[kBurst];
@@ -388,14 +389,7 @@ TEST(MemifClient, AnRxTailPastTheGivenBuffersTakesTheLinkDown) {
 
 // A drain query among the frames while the server has also broken the C2S ring: the answer, sent after the
 // ring was read, finds the broken tail and takes the link down; every buffer comes home exactly once.
-TEST(MemifClient, ADrainQueryBesideABrokenTailLosesNoBuffer) {
-  TempDir dir;
-  ScriptedServer s(dir.file("m.sock"));
-  ASSERT_TRUE(s.ok());
-  auto client = client_or_fail(config(dir.file("m.sock")));
-  ASSERT_TRUE(client);
-  ASSERT_TRUE(s.accept_and_hello(*client));
-  ASSERT_TRUE(s.handshake(*client));
+TEST_F(ScriptedLink, ADrainQueryBesideABrokenTailLosesNoBuffer) {
   memif::Ring* r = s.s2c();
   const uint8_t src[6] = {2, 0, 0, 0, 0, 9};
   for (uint16_t i = 0; i < 3; ++i) {  // a frame, the query, a frame
