@@ -136,6 +136,27 @@ Rate throughput_trial(PacketIo& tx, PacketIo& rx, uint16_t len, int ms, bool reg
   return {pps / 1e6, pps * len * 8 / 1e9};
 }
 
+// `opt.trials` throughput trials of one direction: median [min, max] of frames/s and Gb/s, as the rows print.
+struct Trials {
+  double mpps, mpps_min, mpps_max, gbps, gbps_min, gbps_max;
+  void print_cols() const {
+    std::printf("%8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f]", mpps, mpps_min, mpps_max, gbps, gbps_min,
+                gbps_max);
+  }
+};
+
+Trials run_trials(PacketIo& tx, PacketIo& rx, uint16_t len, const Options& opt) {
+  std::vector<double> mpps, gbps;
+  for (int t = 0; t < opt.trials; ++t) {
+    const Rate r = throughput_trial(tx, rx, len, opt.ms, opt.register_threads);
+    mpps.push_back(r.mpps);
+    gbps.push_back(r.gbps);
+  }
+  const auto [mn, mx] = std::minmax_element(mpps.begin(), mpps.end());
+  const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
+  return {median(mpps), *mn, *mx, median(gbps), *gn, *gx};
+}
+
 // ---- ping-pong ----
 
 std::vector<double> pingpong(PacketIo& a, PacketIo& b, uint16_t len, int rtts, bool reg) {
@@ -292,19 +313,12 @@ int own_client(const Options& opt, double dpdk_gbps, double dpdk_rtt) {
     double own_gbps = 0;
     for (bool to_client : {true, false}) {
       for (uint16_t len : {uint16_t{64}, uint16_t{4096}}) {
-        std::vector<double> mpps, gbps;
-        for (int t = 0; t < opt.trials; ++t) {
-          const Rate r = to_client ? throughput_trial(*server, *client, len, opt.ms, opt.register_threads)
-                                   : throughput_trial(*client, *server, len, opt.ms, opt.register_threads);
-          mpps.push_back(r.mpps);
-          gbps.push_back(r.gbps);
-        }
-        const auto [mn, mx] = std::minmax_element(mpps.begin(), mpps.end());
-        const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
-        std::printf("%-18s %8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f]\n",
-                    to_client ? "own server->client" : "own client->server", len, median(mpps), *mn, *mx,
-                    median(gbps), *gn, *gx);
-        if (to_client && len == 4096) own_gbps = median(gbps);
+        const Trials t =
+            to_client ? run_trials(*server, *client, len, opt) : run_trials(*client, *server, len, opt);
+        std::printf("%-18s %8u ", to_client ? "own server->client" : "own client->server", len);
+        t.print_cols();
+        std::printf("\n");
+        if (to_client && len == 4096) own_gbps = t.gbps;
       }
     }
     const auto us = pingpong(*server, *client, 64, opt.rtts, opt.register_threads);
@@ -353,19 +367,13 @@ int main(int argc, char** argv) {
     double dpdk_gbps = 0, dpdk_rtt = 0;
     char part[160];
     for (uint16_t len : {uint16_t{64}, uint16_t{1024}, uint16_t{4096}, kMaxFrame}) {
-      std::vector<double> mpps, gbps;
-      for (int t = 0; t < opt.trials; ++t) {
-        const Rate r = throughput_trial(*server, *client, len, opt.ms, opt.register_threads);
-        mpps.push_back(r.mpps);
-        gbps.push_back(r.gbps);
-      }
-      const auto [mn, mx] = std::minmax_element(mpps.begin(), mpps.end());
-      const auto [gn, gx] = std::minmax_element(gbps.begin(), gbps.end());
-      std::printf("%8u %8.3f [%5.3f, %5.3f] %8.2f [%6.2f, %6.2f] %18.1f\n", len, median(mpps), *mn, *mx,
-                  median(gbps), *gn, *gx, memcpy_gbytes_per_s(len));
-      if (len == 4096) dpdk_gbps = median(gbps);
+      const Trials t = run_trials(*server, *client, len, opt);
+      std::printf("%8u ", len);
+      t.print_cols();
+      std::printf(" %18.1f\n", memcpy_gbytes_per_s(len));
+      if (len == 4096) dpdk_gbps = t.gbps;
       if (len != kMaxFrame) {
-        std::snprintf(part, sizeof(part), " %uB %.2f Mfps %.1f Gb/s;", len, median(mpps), median(gbps));
+        std::snprintf(part, sizeof(part), " %uB %.2f Mfps %.1f Gb/s;", len, t.mpps, t.gbps);
         summary += part;
       }
     }

@@ -93,21 +93,10 @@ bool DpdkPort::take_link_frame(rte_mbuf* m) {
 }
 
 void DpdkPort::drain_peer() {
-  const uint64_t hz = rte_get_timer_hz();
-  const uint64_t until = rte_get_timer_cycles() + hz / 1000 * close_linger_ms_;
   drain_token_ = static_cast<uint32_t>(rte_rand()) | 1;
   drain_answered_ = false;
-  bool asked = false;  // the ring took the query (a full ring refuses it: asked again on the next round)
-  PktBuf* bufs[kBurst];
-  while (rte_get_timer_cycles() < until && link_up()) {
-    if (!asked) asked = send_link_frame(kQuery, drain_token_);
-    // What the peer sends meanwhile is not for anyone any more; reading it also hands a memif server the
-    // buffers it transmits into (the answer among them).
-    const uint16_t n = rx_burst(bufs, kBurst);
-    if (n) free_burst(bufs, n);
-    if (drain_answered_) break;
-    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  link_drain::await_answer(*this, close_linger_ms_, drain_answered_,
+                           [&] { return send_link_frame(kQuery, drain_token_); });
   drain_token_ = 0;
 }
 

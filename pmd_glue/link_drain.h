@@ -5,8 +5,12 @@
 // (subtype "FC"), subtypes "DQ" and "DA", padded to the 60-byte minimum. DpdkPort and MemifClient speak it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
+
+#include "transport/packet_io.h"
 
 namespace uroce::glue::link_drain {
 
@@ -36,6 +40,24 @@ inline bool parse(const uint8_t* f, uint32_t len, uint16_t* subtype, uint32_t* t
   *subtype = st;
   *token = uint32_t{f[16]} << 24 | uint32_t{f[17]} << 16 | uint32_t{f[18]} << 8 | f[19];
   return true;
+}
+
+// The querier's wait: polls `port` (a PacketIo with link_up()) until `answered` turns true (its rx_burst
+// notes our answer), the link goes down or `ms` pass, asking with ask() until the ring takes the query.
+// What the peer sends meanwhile is not for anyone any more; reading it also hands a memif server the
+// buffers it transmits into (the answer among them).
+template <typename Port, typename Ask>
+void await_answer(Port& port, uint32_t ms, const bool& answered, Ask ask) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  bool asked = false;  // a full ring refuses the query: asked again on the next round
+  PktBuf* bufs[kBurst];
+  while (std::chrono::steady_clock::now() < until && port.link_up()) {
+    if (!asked) asked = ask();
+    const uint16_t n = port.rx_burst(bufs, kBurst);
+    if (n) port.free_burst(bufs, n);
+    if (answered) return;
+    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 }  // namespace uroce::glue::link_drain

@@ -44,7 +44,6 @@ std::unique_ptr<MemifClient> MemifClient::create(const MemifClientConfig& cfg, s
 
 bool MemifClient::setup(std::string* err) {
   owner_pid_ = getpid();
-  const uint32_t ring = uint32_t{1} << std::min(cfg_.log2_ring, 15u);
   if (cfg_.socket.empty() || cfg_.socket.size() >= sizeof(sockaddr_un::sun_path)) {
     *err =
         "memif client: socket path empty or longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1);
@@ -54,6 +53,7 @@ bool MemifClient::setup(std::string* err) {
     *err = "memif client: log2 ring size must be 1..14, got " + std::to_string(cfg_.log2_ring);
     return false;
   }
+  const uint32_t ring = uint32_t{1} << cfg_.log2_ring;
   if (cfg_.buffer_size < 64 || cfg_.buffers < 2 * ring + kBurst) {
     *err = "memif client: buffers of at least 64 bytes, and at least two rings' worth and a burst of them";
     return false;
@@ -152,7 +152,7 @@ void MemifClient::try_connect() {
     return;
   }
   state_ = State::kHello;
-  handshake_since_ = Clock::now();
+  handshake_since_ = now;
   linked_ = true;
   linked_dev_ = st.st_dev;
   linked_ino_ = st.st_ino;
@@ -348,8 +348,7 @@ void MemifClient::refill_rx() {
   while (static_cast<uint16_t>(s2c_head_ - s2c_next_) <= mask_ && !free_.empty()) {
     const uint32_t i = free_.pop();
     const uint16_t slot = s2c_head_ & mask_;
-    r->desc[slot] = memif::Desc{0, 0, cfg_.buffer_size,
-                                static_cast<uint32_t>(buffers_off_ + size_t{i} * cfg_.buffer_size), 0};
+    r->desc[slot] = memif::Desc{0, 0, cfg_.buffer_size, static_cast<uint32_t>(buffer(i) - base_), 0};
     s2c_buf_[slot] = i;
     ++s2c_head_;
   }
@@ -385,13 +384,13 @@ uint16_t MemifClient::tx_burst(PktBuf** bufs, uint16_t n) {
     if (b.data < buffer(i) || b.len == 0 || b.data + b.len > buffer(i) + cfg_.buffer_size) std::abort();
     r->desc[slot] = memif::Desc{0, 0, b.len, static_cast<uint32_t>(b.data - base_), 0};
     c2s_buf_[slot] = i;
+    stats_.tx_bytes += b.len;
   }
   if (k == 0) return 0;
   c2s_head_ = static_cast<uint16_t>(c2s_head_ + k);
   store_release(r->head, c2s_head_);
   stats_.tx_frames += k;
   sent_since_linger_ = true;
-  for (uint16_t j = 0; j < k; ++j) stats_.tx_bytes += bufs[j]->len;
   if (bell_)  // a server asleep on its bell wakes for these frames
     bell_->ring_if_armed([&] {
       for (uint16_t j = 0; j < k; ++j)
@@ -490,23 +489,12 @@ bool MemifClient::enable_rx_interrupt(bool requests_only) {
 
 void MemifClient::linger() {
   if (!close_linger_ms_ || !sent_since_linger_) return;
-  sent_since_linger_ = false;
-  const auto until = Clock::now() + std::chrono::milliseconds(close_linger_ms_);
   drain_token_ = static_cast<uint32_t>(std::random_device{}()) | 1;
   drain_answered_ = false;
-  bool asked = false;
-  PktBuf* bufs[kBurst];
-  while (Clock::now() < until && link_up()) {
-    if (!asked) asked = send_link_frame(link_drain::kQuery, drain_token_);
-    // What the server sends meanwhile is not for anyone any more; reading it also hands it the buffers it
-    // transmits into (the answer among them).
-    const uint16_t n = rx_burst(bufs, kBurst);
-    if (n) free_burst(bufs, n);
-    if (drain_answered_) break;
-    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  link_drain::await_answer(*this, close_linger_ms_, drain_answered_,
+                           [&] { return send_link_frame(link_drain::kQuery, drain_token_); });
   drain_token_ = 0;
-  sent_since_linger_ = false;  // the query itself
+  sent_since_linger_ = false;  // the query itself went out since
 }
 
 PortStats MemifClient::stats() const {

@@ -1,6 +1,5 @@
 #include "pmd_glue/open_port.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
@@ -18,9 +17,12 @@ std::unique_ptr<Port> open_port(const std::string& text, std::string* err) {
   if (spec.kind == PortKind::kMemif && !spec.server && !spec.driver_given) {
     const char* d = std::getenv("UROCE_MEMIF_DRIVER");
     const std::string_view drv = d ? d : "";
-    if (!drv.empty() && drv != "dpdk" && drv != "uroce") {
-      *err = "UROCE_MEMIF_DRIVER=" + std::string(drv) + ": expected dpdk|uroce";
-      return nullptr;
+    if (!drv.empty()) {
+      if (std::string bad = runtime::check_env_value(*runtime::find_env_var("UROCE_MEMIF_DRIVER"), drv);
+          !bad.empty()) {
+        *err = bad;
+        return nullptr;
+      }
     }
     spec.own_driver = drv == "uroce";
   }
